@@ -1,0 +1,98 @@
+"""Naive forecasting baselines, per channel, on the context's own sample grid.
+
+They ignore timestamps except ``drift``, which extends its line in time.  Masked context
+points are filled by carrying the last observation forward before use.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from models.interface import Capabilities, Model, SeriesBatch, fill_prefix
+
+
+class _Naive(Model):
+    capabilities = Capabilities(multivariate=False, min_context=2)
+
+    def __init__(self, **_: object) -> None:
+        pass
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        filled = fill_prefix(batch) if not batch.mask.all() else batch
+        return self._predict(filled.values[:, 0, :], filled.timestamps, query_times)[:, None, :]
+
+    def _predict(self, y: np.ndarray, t: np.ndarray, q: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class LastValue(_Naive):
+    name = "last-value"
+
+    def _predict(self, y, t, q):
+        return np.repeat(y[:, -1:], q.shape[1], axis=1)
+
+
+class WindowMean(_Naive):
+    name = "window-mean"
+
+    def _predict(self, y, t, q):
+        return np.repeat(y.mean(axis=1, keepdims=True), q.shape[1], axis=1)
+
+
+class Drift(_Naive):
+    """The line through the first and last context points, evaluated at the query times."""
+
+    name = "drift"
+
+    def _predict(self, y, t, q):
+        slope = (y[:, -1] - y[:, 0]) / (t[:, -1] - t[:, 0])
+        return y[:, -1:] + slope[:, None] * (q - t[:, -1:])
+
+
+def estimate_period(y: np.ndarray, min_period: int = 2, threshold: float = 0.3) -> int | None:
+    """Lag of the highest autocorrelation peak in [min_period, T/2], if it exceeds ``threshold``.
+
+    A peak is a lag whose autocorrelation is above both neighbours.  None means the context
+    shows no season strong enough to repeat (the caller then documents what it does).
+    """
+    x = y - y.mean()
+    denom = float(np.dot(x, x))
+    n = x.size
+    max_period = n // 2
+    if denom <= 0 or max_period < min_period + 1:
+        return None
+    acf = np.array([np.dot(x[:-k], x[k:]) / denom for k in range(1, max_period + 2)])  # acf[k-1] = lag k
+    best, best_val = None, threshold
+    for lag in range(min_period, max_period + 1):
+        v = acf[lag - 1]
+        if v > acf[lag - 2] and v >= acf[lag] and v > best_val:
+            best, best_val = lag, v
+    return best
+
+
+class SeasonalNaive(_Naive):
+    """Repeats the last season; the period is the context's autocorrelation peak.
+
+    Rule when the context has no peak above 0.3 in lags 2..T/2: period 1, i.e. the last value
+    (the seasonal-naive forecast of a non-seasonal series); ``describe()`` counts such rows.
+    """
+
+    name = "seasonal-naive"
+
+    def __init__(self, **_: object) -> None:
+        self.non_seasonal_rows = 0
+
+    def _predict(self, y, t, q):
+        h = q.shape[1]
+        out = np.empty((y.shape[0], h))
+        for i, row in enumerate(y):
+            period = estimate_period(row)
+            if period is None:
+                self.non_seasonal_rows += 1
+                period = 1
+            season = row[-period:]
+            out[i] = season[np.arange(h) % period]
+        return out
+
+    def describe(self) -> dict[str, object]:
+        return {"name": self.name, "rows_without_season": self.non_seasonal_rows}

@@ -1,0 +1,63 @@
+"""statsforecast AutoETS, AutoARIMA and AutoTheta, per channel (imported lazily).
+
+Statistical models assume the context's regular step: the horizon's query times are taken
+as successive steps.  Non-seasonal fits (season_length = 1): the context windows are short
+(48-128 samples) against the periods of wearable signals, and a season estimated per window
+makes the automatic model search unstable; seasonal-naive covers the periodic case.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from models.interface import Capabilities, Model, SeriesBatch, fill_prefix
+
+
+class _StatsForecast(Model):
+    capabilities = Capabilities(multivariate=False, min_context=8)
+    model_class = ""
+
+    def __init__(self, **_: object) -> None:
+        import statsforecast
+        from statsforecast import models
+
+        self._cls = getattr(models, self.model_class)
+        self._version = statsforecast.__version__
+        self.constant_rows = 0
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        values = (fill_prefix(batch) if not batch.mask.all() else batch).values[:, 0, :]
+        h = query_times.shape[1]
+        out = np.empty((values.shape[0], h))
+        for i, y in enumerate(values):
+            if np.ptp(y) == 0:
+                # documented rule: a constant context has a constant forecast (the automatic
+                # searches divide by the series' variance)
+                self.constant_rows += 1
+                out[i] = y[-1]
+                continue
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="possible convergence problem")
+                out[i] = self._cls(season_length=1).forecast(y=y.astype(np.float64), h=h)["mean"]
+        return out[:, None, :]
+
+    def describe(self) -> dict[str, object]:
+        return {"name": self.name, "statsforecast": self._version, "season_length": 1,
+                "constant_rows": self.constant_rows}
+
+
+class AutoETS(_StatsForecast):
+    name = "auto-ets"
+    model_class = "AutoETS"
+
+
+class AutoARIMA(_StatsForecast):
+    name = "auto-arima"
+    model_class = "AutoARIMA"
+
+
+class AutoTheta(_StatsForecast):
+    name = "auto-theta"
+    model_class = "AutoTheta"

@@ -1,0 +1,1 @@
+"""The harness: CLI, runner (cached, resumable), record store, tables and figures."""

@@ -1,0 +1,151 @@
+"""`python -m harness ...`: run tasks, list what exists, re-render tables."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.runner import DEFAULT_OUT, RECORDS_FILE, TASKS, RunConfig, default_models, execute
+from harness.store import read_records
+from harness.figures import task_figures
+from harness.tables import render, task_tables
+from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, SpecError, WindowSpec
+
+EXIT_INTERRUPTED = 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a task and record every result")
+    run.add_argument("task", choices=TASKS)
+    run.add_argument("--dataset", nargs="+", default=[], metavar="NAME|PATH",
+                     help="registered dataset name(s) or dataset folder path(s); default: the embedded cohort")
+    run.add_argument("--data-root", type=Path, default=None,
+                     help="folder holding downloaded datasets (default: $SOTER_BENCH_DATA)")
+    run.add_argument("--models", nargs="+", default=[], metavar="NAME",
+                     help="model names (see `python -m harness list models`); default: the task's default models")
+    run.add_argument("--windows", nargs="+", default=None, metavar="C/H",
+                     help="forecasting and noise: context/horizon windows in samples "
+                          "(default: 48/24 72/36 96/48 128/64 for forecasting, 96/48 for noise)")
+    run.add_argument("--levels", nargs="+", type=float, default=list(NOISE_LEVELS), metavar="BETA",
+                     help="noise: levels beta (default: %(default)s)")
+    run.add_argument("--rates", nargs="+", type=float, default=[100 * r for r in MISSING_RATES], metavar="PCT",
+                     help="imputation: missing rates in percent (default: %(default)s)")
+    run.add_argument("--budgets", nargs="+", type=float, default=[100 * b for b in LABEL_BUDGETS], metavar="PCT",
+                     help="classification: label budgets in percent (default: %(default)s)")
+    run.add_argument("--seeds", nargs="+", type=int, default=None,
+                     help="seeds (default: 0 for forecasting and noise, 0 1 2 for imputation and classification)")
+    run.add_argument("--max-windows-per-subject", type=int, default=None,
+                     help="windows (segments) drawn per subject; default: the task's (docs/protocols.md)")
+    run.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: %(default)s)")
+    run.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default: 1)")
+    run.add_argument("--weights", nargs="+", default=[], metavar="MODEL=DIR",
+                     help="local weights directory for a model, e.g. soter=checkpoints/soter-small")
+    run.add_argument("--rerun", action="store_true", help="recompute rows that are already finished")
+    run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    lst = sub.add_parser("list", help="list datasets, models and tasks")
+    lst.add_argument("what", nargs="?", choices=("datasets", "models", "tasks", "all"), default="all")
+
+    table = sub.add_parser("table", help="re-render a task's table from recorded results")
+    table.add_argument("task", choices=TASKS)
+    table.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder holding records.csv")
+    table.add_argument("--format", choices=("text", "markdown", "latex"), default="text")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return _run(args)
+        if args.command == "list":
+            return _list(args.what)
+        return _table(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted: every finished row is kept; rerun the same command to resume",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (ValueError, KeyError, FileNotFoundError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _parse_weights(items: list[str]) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in items:
+        model, sep, directory = item.partition("=")
+        if not sep or not model or not directory:
+            raise SpecError(f"--weights expects MODEL=DIR, got {item!r}")
+        pairs.append((model, directory))
+    return tuple(pairs)
+
+
+def _run(args: argparse.Namespace) -> int:
+    config = RunConfig(
+        task=args.task, datasets=tuple(args.dataset), models=tuple(args.models),
+        windows=tuple(WindowSpec.parse(w) for w in args.windows) if args.windows else None,
+        out=args.out, jobs=args.jobs, seeds=tuple(args.seeds) if args.seeds else None,
+        max_windows_per_subject=args.max_windows_per_subject, noise_levels=tuple(args.levels),
+        missing_rates=tuple(r / 100 for r in args.rates), budgets=tuple(b / 100 for b in args.budgets),
+        rerun=args.rerun, weights=_parse_weights(args.weights), progress=not args.no_progress,
+        data_root=args.data_root,
+    )
+    summary = execute(config, log=lambda m: print(m, file=sys.stderr))
+    frame = read_records(summary.records_path)
+    mine = frame[frame["key"].isin(set(summary.keys))]
+    models = list(config.models) or list(default_models(config.task))
+    _publish(mine, config.task, Path(config.out), models, list(summary.dataset_labels.values()))
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.status_counts.items()))
+    print(f"{summary.planned} cells: {summary.skipped_done} already done, {summary.ran} run now; rows: {counts}")
+    print(f"records: {summary.records_path}; tables: {Path(config.out) / 'tables'}")
+    return 0
+
+
+def _publish(frame, task: str, out: Path, models: list[str] | None, datasets: list[str] | None,
+             style: str = "text") -> None:
+    """Print the task's tables and write them (txt, md, tex) and its figures under ``out``."""
+    folder = out / "tables"
+    folder.mkdir(parents=True, exist_ok=True)
+    for stem, table in task_tables(frame, task, models, datasets):
+        print(render(table, style))
+        for fmt, ext in (("text", "txt"), ("markdown", "md"), ("latex", "tex")):
+            (folder / f"{stem}.{ext}").write_text(render(table, fmt))
+    for path in task_figures(frame, task, out / "figures"):
+        if path.suffix == ".png":
+            print(f"figure: {path}")
+
+
+def _table(args: argparse.Namespace) -> int:
+    frame = read_records(Path(args.out) / RECORDS_FILE)
+    _publish(frame, args.task, Path(args.out), None, None, args.format)
+    return 0
+
+
+def _list(what: str) -> int:
+    from models.registry import all_specs
+    from protocols.datasets import all_datasets
+
+    if what in ("datasets", "all"):
+        print("Datasets (or pass a folder path, see docs/datasets.md):")
+        for name, spec in sorted(all_datasets().items()):
+            print(f"  {name:<22} {'[default] ' if spec.default else ''}{spec.description}")
+    if what in ("models", "all"):
+        print("Models:")
+        for name, spec in sorted(all_specs().items()):
+            reason = spec.unavailable_reason()
+            status = "ready" if reason is None else "unavailable"
+            print(f"  {name:<22} {status:<12} {spec.family:<12} licence: {spec.licence}"
+                  f"{'  [default]' if spec.default else ''}")
+            print(f"  {'':<22} {spec.description}")
+            print(f"  {'':<22} tasks: {', '.join(spec.tasks)}")
+            if reason:
+                print(f"  {'':<22} why unavailable: {reason}")
+    if what in ("tasks", "all"):
+        print("Tasks:")
+        for task in TASKS:
+            print(f"  {task}")
+    return 0

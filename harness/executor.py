@@ -1,0 +1,76 @@
+"""The one seam through which cells run: in process, in local processes, later a cluster.
+
+A cell is a picklable description plus a top-level function; nothing in it may depend on
+state of the process that submitted it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Callable, Iterable, Iterator, Protocol, TypeVar
+
+C = TypeVar("C")
+R = TypeVar("R")
+
+
+class Executor(Protocol):
+    def run(self, fn: Callable[[C], R], cells: Iterable[C]) -> Iterator[tuple[C, R]]:
+        """Yield (cell, result) as each cell finishes, in any order."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class SerialExecutor:
+    def run(self, fn: Callable[[C], R], cells: Iterable[C]) -> Iterator[tuple[C, R]]:
+        for cell in cells:
+            yield cell, fn(cell)
+
+    def close(self) -> None:
+        pass
+
+
+def _worker_init() -> None:
+    # Two cores shared by N workers: one thread each, or they fight for the cores.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:
+        pass
+
+
+class ProcessExecutor:
+    """Local worker processes (spawned, so no state leaks from the parent)."""
+
+    def __init__(self, jobs: int) -> None:
+        if jobs < 1:
+            raise ValueError("jobs must be >= 1")
+        self.jobs = jobs
+        self._pool = ProcessPoolExecutor(
+            max_workers=jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init
+        )
+
+    def run(self, fn: Callable[[C], R], cells: Iterable[C]) -> Iterator[tuple[C, R]]:
+        pending: dict[Future, C] = {}
+        queue = list(cells)
+        queue.reverse()
+        # keep a bounded number in flight so an interrupt cancels little work
+        while queue or pending:
+            while queue and len(pending) < 2 * self.jobs:
+                cell = queue.pop()
+                pending[self._pool.submit(fn, cell)] = cell
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                cell = pending.pop(fut)
+                yield cell, fut.result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def make_executor(jobs: int) -> Executor:
+    return SerialExecutor() if jobs <= 1 else ProcessExecutor(jobs)

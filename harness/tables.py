@@ -1,0 +1,312 @@
+"""Tables from records: pure functions from a records frame to text, Markdown and LaTeX.
+
+Error metrics (forecasting, noise, imputation): the folds of one replicate are pooled exactly
+(RMSE = sqrt(sum SSE / sum N), MAE = sum SAE / sum N over every scored point of every fold);
+a table cell is the mean and sample std over replicates, x 100.  Replicates are the windows
+for forecasting (as the paper), windows x seeds for noise and the seeds for imputation.  A
+replicate counts only when every one of its folds finished ``ok``; a cell built from fewer
+replicates than were requested carries a dagger and a note.
+
+Classification: Macro-F1 and Macro-AUROC (x 100) are computed on the pooled LOSO predictions
+of each seed; a cell is the mean and sample std over seeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from protocols.metrics import mean_std
+
+SCALE = 100.0
+
+
+@dataclass(frozen=True)
+class Entry:
+    mean: float
+    std: float
+    replicates: int
+    requested: int
+    status: str  # "ok" | "unavailable" | "error"
+
+    @property
+    def partial(self) -> bool:
+        return self.status == "ok" and self.replicates < self.requested
+
+
+@dataclass(frozen=True)
+class Column:
+    group: str  # e.g. the dataset
+    label: str  # e.g. "RMSE"
+    higher_is_better: bool = False
+
+
+@dataclass(frozen=True)
+class Table:
+    caption: str
+    columns: tuple[Column, ...]
+    models: tuple[str, ...]
+    entries: dict[tuple[str, Column], Entry]
+    notes: tuple[str, ...] = ()
+
+
+# -- error tables -----------------------------------------------------------------------
+REPLICATES = {"forecasting": ("window",), "noise": ("window", "seed"), "imputation": ("seed",)}
+REPLICATE_WORDS = {"forecasting": "windows", "noise": "window-seed pairs", "imputation": "seeds"}
+
+
+def pooled(frame: pd.DataFrame, task: str) -> pd.DataFrame:
+    """One row per (dataset, model, condition, replicate): folds pooled, completeness kept."""
+    rows = frame[frame["task"] == task]
+    reps = list(REPLICATES[task])
+    out = []
+    for keys, g in rows.groupby(["dataset", "model", "condition", *reps], sort=False):
+        ok = g[g["status"] == "ok"]
+        n = float(ok["n_points"].sum()) if len(ok) else 0.0
+        complete = len(ok) == len(g) and n > 0
+        statuses = set(g["status"])
+        errors = sorted({e for e in g.loc[g["status"] != "ok", "error"] if isinstance(e, str) and e})
+        out.append({
+            **dict(zip(["dataset", "model", "condition", *reps], keys)),
+            "rmse": float(np.sqrt(ok["sse"].sum() / n)) if complete else np.nan,
+            "mae": float(ok["sae"].sum() / n) if complete else np.nan,
+            "n_points": int(n), "folds_ok": len(ok), "folds": len(g), "complete": complete,
+            "status": "ok" if complete else ("unavailable" if statuses == {"unavailable"} else "error"),
+            "reason": errors[0] if errors else "",
+        })
+    return pd.DataFrame(out)
+
+
+def pooled_by_window(frame: pd.DataFrame, task: str = "forecasting") -> pd.DataFrame:
+    return pooled(frame, task)
+
+
+def _entry(values: np.ndarray, statuses: set[str], requested: int) -> Entry:
+    if values.size:
+        mean, std = mean_std(values * SCALE)
+        return Entry(mean, std, int(values.size), requested, "ok")
+    return Entry(np.nan, np.nan, 0, requested, "unavailable" if statuses == {"unavailable"} else "error")
+
+
+def error_table(frame: pd.DataFrame, task: str, condition: str | None = None, models: list[str] | None = None,
+                datasets: list[str] | None = None, caption: str = "") -> Table:
+    per = pooled(frame, task)
+    if condition is not None and not per.empty:
+        per = per[per["condition"] == condition]
+    if per.empty:
+        return Table(caption, (), (), {}, (f"no {task} records",))
+    datasets = datasets or list(dict.fromkeys(per["dataset"]))
+    models = models or list(dict.fromkeys(per["model"]))
+    columns = tuple(Column(ds, m) for ds in datasets for m in ("RMSE", "MAE"))
+    entries: dict[tuple[str, Column], Entry] = {}
+    notes: list[str] = []
+    for ds in datasets:
+        for model in models:
+            g = per[(per["dataset"] == ds) & (per["model"] == model)]
+            if g.empty:
+                continue
+            ok = g[g["complete"]]
+            for col in (Column(ds, "RMSE"), Column(ds, "MAE")):
+                entries[(model, col)] = _entry(ok[col.label.lower()].to_numpy(), set(g["status"]), len(g))
+            if len(ok) < len(g):
+                reason = next((r for r in g.loc[~g["complete"], "reason"] if r), "")
+                notes.append(f"{model} on {ds}: {len(ok)}/{len(g)} {REPLICATE_WORDS[task]} complete"
+                             + (f" ({reason})" if reason else ""))
+    return Table(caption, columns, tuple(models), entries, tuple(notes))
+
+
+def forecasting_table(frame: pd.DataFrame, models: list[str] | None = None,
+                      datasets: list[str] | None = None) -> Table:
+    return error_table(frame, "forecasting", "clean", models, datasets,
+                       "Zero-shot forecasting: RMSE and MAE in normalised space, x100, mean ± std over "
+                       "windows (folds pooled).")
+
+
+def conditions(frame: pd.DataFrame, task: str) -> list[str]:
+    """The task's conditions in numeric order (beta=0.05 < beta=0.1, 25% < 50%)."""
+    found = frame.loc[frame["task"] == task, "condition"].unique().tolist()
+    return sorted(found, key=_condition_value)
+
+
+def _condition_value(condition: str) -> float:
+    text = condition.split("=", 1)[-1].rstrip("%")
+    try:
+        return float(text)
+    except ValueError:
+        return float("inf")
+
+
+def condition_tables(frame: pd.DataFrame, task: str, models: list[str] | None = None,
+                     datasets: list[str] | None = None) -> list[tuple[str, Table]]:
+    """Imputation and noise: one error table per condition (missing rate, noise level)."""
+    what = {"imputation": "Causal imputation", "noise": "Forecasting under context noise"}[task]
+    over = {"imputation": "seeds", "noise": "windows and seeds"}[task]
+    return [(c, error_table(frame, task, c, models, datasets,
+                            f"{what}, {c}: RMSE and MAE in normalised space, x100, mean ± std over {over} "
+                            "(folds pooled)."))
+            for c in conditions(frame, task)]
+
+
+# -- classification tables ----------------------------------------------------------------
+def _class_entries(frame: pd.DataFrame, model: str, dataset: str, condition: str,
+                   metric: str) -> Entry | None:
+    g = frame[(frame["model"] == model) & (frame["dataset"] == dataset) & (frame["condition"] == condition)]
+    if g.empty:
+        return None
+    ok = g[(g["status"] == "ok") & np.isfinite(g[metric])]
+    return _entry(ok[metric].to_numpy(), set(g["status"]), len(g))
+
+
+def classification_table(frame: pd.DataFrame, budget: str = "budget=100%", models: list[str] | None = None,
+                         datasets: list[str] | None = None) -> Table:
+    rows = frame[frame["task"] == "classification"]
+    if rows.empty:
+        return Table("", (), (), {}, ("no classification records",))
+    datasets = datasets or list(dict.fromkeys(rows["dataset"]))
+    models = models or list(dict.fromkeys(rows["model"]))
+    columns: list[Column] = []
+    entries: dict[tuple[str, Column], Entry] = {}
+    for ds in datasets:
+        for label, metric in (("Macro-F1", "macro_f1"), ("Macro-AUROC", "macro_auroc")):
+            col = Column(ds, label, higher_is_better=True)
+            columns.append(col)
+            for model in models:
+                e = _class_entries(rows, model, ds, budget, metric)
+                if e is not None:
+                    entries[(model, col)] = e
+    avg = Column("Average", "Macro-AUROC", higher_is_better=True)
+    columns.append(avg)
+    for model in models:
+        means = [entries[(model, Column(ds, "Macro-AUROC", True))].mean for ds in datasets
+                 if (model, Column(ds, "Macro-AUROC", True)) in entries]
+        if len(means) == len(datasets) and np.all(np.isfinite(means)):
+            entries[(model, avg)] = Entry(float(np.mean(means)), float("nan"), len(means), len(datasets), "ok")
+    notes = tuple(sorted({n for d in rows["details"] if isinstance(d, str) and d
+                          for n in _notes(d)}))
+    caption = (f"Linear-probe classification ({budget.split('=')[-1]} of the training labels): Macro-F1 and "
+               "Macro-AUROC x100 on pooled LOSO predictions, mean ± std over seeds.")
+    return Table(caption, tuple(columns), tuple(models), entries, notes)
+
+
+def label_efficiency_table(frame: pd.DataFrame, dataset: str, models: list[str] | None = None) -> Table:
+    rows = frame[(frame["task"] == "classification") & (frame["dataset"] == dataset)]
+    budgets = conditions(rows, "classification")
+    models = models or list(dict.fromkeys(rows["model"]))
+    columns, entries = [], {}
+    for b in budgets:
+        for label, metric in (("Macro-F1", "macro_f1"), ("Macro-AUROC", "macro_auroc")):
+            col = Column(b.split("=")[-1], label, higher_is_better=True)
+            columns.append(col)
+            for model in models:
+                e = _class_entries(rows, model, dataset, b, metric)
+                if e is not None:
+                    entries[(model, col)] = e
+    caption = f"Label efficiency on {dataset}: frozen linear probes with a share of the training labels, x100."
+    return Table(caption, tuple(columns), tuple(models), entries)
+
+
+def _notes(details: str) -> list[str]:
+    import json
+
+    try:
+        return list(json.loads(details).get("notes", []))
+    except (ValueError, AttributeError):
+        return []
+
+
+# -- rendering --------------------------------------------------------------------------
+def _ranks(table: Table) -> dict[tuple[str, Column], int]:
+    """1 for the best entry of each column, 2 for the second."""
+    ranks: dict[tuple[str, Column], int] = {}
+    for col in table.columns:
+        vals = [(e.mean, m) for (m, c), e in table.entries.items()
+                if c == col and e.status == "ok" and np.isfinite(e.mean)]
+        vals.sort(key=lambda v: -v[0] if col.higher_is_better else v[0])
+        for rank, (_, m) in enumerate(vals[:2], start=1):
+            ranks[(m, col)] = rank
+    return ranks
+
+
+def _cell(entry: Entry | None, style: str, rank: int | None) -> str:
+    if entry is None:
+        return "-"
+    if entry.status != "ok":
+        return entry.status
+    mean = f"{entry.mean:.2f}"
+    std = f"{entry.std:.2f}" if np.isfinite(entry.std) else None
+    dagger = {"text": "+", "markdown": "†", "latex": r"^{\dagger}"}[style] if entry.partial else ""
+    if style == "text":
+        return f"{mean}±{std}{dagger}" if std else f"{mean}{dagger}"
+    if style == "markdown":
+        mean = f"**{mean}**" if rank == 1 else f"<u>{mean}</u>" if rank == 2 else mean
+        return (f"{mean} ± {std}" if std else mean) + dagger
+    mean = rf"\mathbf{{{mean}}}" if rank == 1 else rf"\underline{{{mean}}}" if rank == 2 else mean
+    return rf"${mean}_{{\pm {std}}}{dagger}$" if std else rf"${mean}{dagger}$"
+
+
+def render(table: Table, style: str = "text") -> str:
+    if style not in ("text", "markdown", "latex"):
+        raise ValueError(f"unknown table style {style!r}")
+    ranks = _ranks(table)
+    header = ["Model"] + [f"{c.group} {c.label}" for c in table.columns]
+    body = [[model] + [_cell(table.entries.get((model, c)), style, ranks.get((model, c))) for c in table.columns]
+            for model in table.models]
+    if style == "text":
+        widths = [max(len(r[i]) for r in [header] + body) for i in range(len(header))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header] + body]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join([table.caption, *lines, *[f"+ {n}" for n in table.notes]]) + "\n"
+    if style == "markdown":
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(r) + " |" for r in body]
+        out = [table.caption + " Best **bold**, second <u>underlined</u>.", "", *lines]
+        if table.notes:
+            out += ["", *[f"† {n}" for n in table.notes]]
+        return "\n".join(out) + "\n"
+    groups: list[tuple[str, int]] = []
+    for c in table.columns:
+        if groups and groups[-1][0] == c.group:
+            groups[-1] = (c.group, groups[-1][1] + 1)
+        else:
+            groups.append((c.group, 1))
+    lines = [
+        r"\begin{table}[t]", r"\centering", rf"\caption{{{_tex(table.caption)}}}",
+        rf"\begin{{tabular}}{{l{'c' * len(table.columns)}}}", r"\toprule",
+        "Model & " + " & ".join(rf"\multicolumn{{{n}}}{{c}}{{{_tex(g)}}}" for g, n in groups) + r" \\",
+        " & ".join(["", *[_tex(c.label) for c in table.columns]]) + r" \\",
+        r"\midrule",
+        *[" & ".join([_tex(r[0]), *r[1:]]) + r" \\" for r in body],
+        r"\bottomrule", r"\end{tabular}", r"\end{table}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _tex(text: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("%", r"\%"), ("&", r"\&"), ("#", r"\#"),
+                 ("±", r"$\pm$")):
+        text = text.replace(a, b)
+    return text
+
+
+def task_tables(frame: pd.DataFrame, task: str, models: list[str] | None = None,
+                datasets: list[str] | None = None) -> list[tuple[str, Table]]:
+    """Every table of a task as (file stem, table)."""
+    if task == "forecasting":
+        return [("forecasting", forecasting_table(frame, models, datasets))]
+    if task in ("imputation", "noise"):
+        return [(f"{task}_{_stem(c)}", t) for c, t in condition_tables(frame, task, models, datasets)]
+    budgets = conditions(frame, "classification")
+    if not budgets:
+        return [("classification", classification_table(frame, models=models, datasets=datasets))]
+    main = "budget=100%" if "budget=100%" in budgets else budgets[-1]
+    out = [("classification", classification_table(frame, main, models, datasets))]
+    if len(budgets) > 1:
+        for ds in datasets or list(dict.fromkeys(frame.loc[frame["task"] == "classification", "dataset"])):
+            out.append((f"label_efficiency_{_stem(ds)}", label_efficiency_table(frame, ds, models)))
+    return out
+
+
+def _stem(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-." else "_" for ch in text.split("=")[-1].rstrip("%"))

@@ -1,0 +1,1 @@
+"""Model adapters: the shared interface, the registry and SOTER itself (``models.soter``)."""

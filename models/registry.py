@@ -1,0 +1,108 @@
+"""Models registered by name; nothing heavy is imported until a model is loaded.
+
+Each entry points at a factory ``"package.module:callable"``.  The factory takes keyword
+options (``weights``, ``device``, ``seed`` ...) and returns a :class:`models.interface.Model`.
+An optional ``check`` callable tells, without loading anything heavy, whether the model can
+run here; when it cannot, the runner writes rows with status ``unavailable`` and the reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from models.interface import Model
+
+
+class UnknownModelError(KeyError):
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0])
+
+
+class ModelUnavailableError(RuntimeError):
+    """The model cannot run here (missing weights, package or environment); says how to fix it."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    factory: str  # "module:callable"
+    description: str
+    family: str = "baseline"  # "baseline" | "statistical" | "foundation" | "soter"
+    licence: str = "n/a (no weights)"
+    requires: tuple[str, ...] = ()  # importable module names; a missing one makes it unavailable
+    extra: str | None = None  # pip extra that installs ``requires``
+    check: str | None = None  # "module:callable" returning None (ready) or a reason string
+    default: bool = True  # part of the default model set of each task in ``tasks``
+    tasks: tuple[str, ...] = ("forecasting", "imputation", "noise")  # tasks the model takes part in
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def unavailable_reason(self, **options: Any) -> str | None:
+        """None when the model can be loaded here, else a message that says how to fix it."""
+        for module in self.requires:
+            if importlib.util.find_spec(module.split(".")[0]) is None:
+                hint = f"pip install 'soter-bench[{self.extra}]'" if self.extra else f"pip install {module}"
+                return f"{self.name} needs the Python package {module!r}: {hint}"
+        if self.check is not None:
+            return _resolve(self.check)(**{**self.options, **options})
+        return None
+
+    def load(self, **options: Any) -> Model:
+        reason = self.unavailable_reason(**options)
+        if reason is not None:
+            raise ModelUnavailableError(reason)
+        model = _resolve(self.factory)(**{**self.options, **options})
+        if not isinstance(model, Model):
+            raise TypeError(f"factory of {self.name!r} returned {type(model).__name__}, not a Model")
+        return model
+
+
+def _resolve(target: str) -> Callable[..., Any]:
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+_REGISTRY: dict[str, ModelSpec] = {}
+
+
+def register(spec: ModelSpec) -> ModelSpec:
+    if spec.name in _REGISTRY and _REGISTRY[spec.name] != spec:
+        raise ValueError(f"model name {spec.name!r} is registered twice")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+PLUGINS_ENV = "SOTER_BENCH_PLUGINS"
+
+
+def _ensure_builtin() -> None:
+    # Importing these packages registers their specs (cheap: no heavy imports).
+    importlib.import_module("baselines")
+    importlib.import_module("models.soter.registration")
+    # A user's own models: comma-separated importable modules that call register().
+    for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ImportError(f"cannot import plugin module {module!r} named in ${PLUGINS_ENV}: {exc}") from exc
+
+
+def all_specs() -> dict[str, ModelSpec]:
+    _ensure_builtin()
+    return dict(_REGISTRY)
+
+
+def get_spec(name: str) -> ModelSpec:
+    specs = all_specs()
+    if name not in specs:
+        raise UnknownModelError(
+            f"unknown model {name!r}; known models: {', '.join(sorted(specs))}"
+        )
+    return specs[name]
+
+
+def load_model(name: str, **options: Any) -> Model:
+    return get_spec(name).load(**options)

@@ -1,0 +1,34 @@
+"""SOTER's entries in the model registry (cheap: imports nothing heavy)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from models.registry import ModelSpec, register
+
+CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
+SHIPPED = CHECKPOINTS / "soter-small"
+_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
+
+
+def checkpoint_dir(weights: str | Path | None = None) -> Path:
+    return Path(weights).expanduser() if weights else SHIPPED
+
+
+def check_checkpoint(weights: str | Path | None = None, **_: object) -> str | None:
+    """None when a checkpoint (config.json + safetensors weights) is there, else how to get one."""
+    folder = checkpoint_dir(weights)
+    if (folder / "config.json").is_file() and any((folder / f).is_file() for f in _WEIGHT_FILES):
+        return None
+    where = f"--weights soter={weights}" if weights else f"{SHIPPED.relative_to(CHECKPOINTS.parents[2])}"
+    return (f"no trained SOTER checkpoint found ({where}: needs config.json and model.safetensors); "
+            "train one with the pre-training pipeline (issue #4) or pass --weights soter=DIR. "
+            "Random weights are never used for SOTER rows.")
+
+
+register(ModelSpec(
+    name="soter", factory="models.soter.adapter:load_soter", family="soter",
+    description="SOTER (paper model) from a trained checkpoint: forecast, causal CDE imputation, embedding",
+    licence="MIT (this repository's weights)", check="models.soter.registration:check_checkpoint",
+    tasks=("forecasting", "imputation", "noise", "classification"),
+))

@@ -1,0 +1,1 @@
+"""What is measured: datasets, windows, splits, normalisation, masks, noise and metrics."""

@@ -1,0 +1,176 @@
+"""Frozen-embedding linear probes under LOSO, with label budgets (docs/protocols.md).
+
+Segments of ``length`` samples lying inside one labelled state are embedded by the frozen
+model (normalised with the fold's training-subject MinMax); a StandardScaler +
+LogisticRegression probe is trained on the fold's training subjects only (on a stratified,
+seeded share of their segments, the label budget) and predicts the test subject.  Test
+predictions of all folds are pooled, then Macro-F1 and one-vs-rest Macro-AUROC computed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import f1_score, roc_auc_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from models import interface
+from models.interface import Model, SeriesBatch
+from protocols.data import Dataset, DatasetError, Recording
+from protocols.scaling import fit_fold_scaler
+from protocols.specs import ClassificationSpec, SamplingSpec
+from protocols.splits import Fold, loso_folds
+from protocols.windows import WindowRef, extract_segments, select_segments, stable_seed
+
+RANDOM_BASELINE = "random"  # the paper's reference row: uniform random labels, constant scores
+
+
+@dataclass(frozen=True)
+class LabelledSegments:
+    refs: tuple[WindowRef, ...]
+    labels: np.ndarray  # [N] class codes
+    subjects: np.ndarray  # [N] subject ids
+
+
+def _pure(rec: Recording, starts: np.ndarray, length: int) -> np.ndarray:
+    if rec.labels is None:
+        return np.zeros(starts.size, dtype=bool)
+    lab = rec.labels
+    first = lab[starts]
+    changes = np.concatenate([[0], np.cumsum(lab[1:] != lab[:-1])])  # label-change counter
+    return (first >= 0) & (changes[starts + length - 1] == changes[starts])
+
+
+def labelled_segments(dataset: Dataset, spec: ClassificationSpec) -> LabelledSegments:
+    if dataset.label_names is None:
+        raise DatasetError(f"dataset {dataset.name!r} has no labels: classification needs them")
+    sampling = SamplingSpec(max_windows_per_subject=spec.max_windows_per_subject, seed=0)
+    refs: list[WindowRef] = []
+    for subject in dataset.subjects:
+        sel = select_segments(dataset, subject, spec.length, spec.stride or spec.length, sampling,
+                              tag=f"classification|{spec.length}",
+                              accept=lambda rec, starts: _pure(rec, starts, spec.length))
+        refs.extend(sel.windows)
+    labels = np.array([dataset.recordings[r.recording].labels[r.start] for r in refs], dtype=np.int64)
+    subjects = np.array([dataset.recordings[r.recording].subject for r in refs])
+    return LabelledSegments(tuple(refs), labels, subjects)
+
+
+def embed_segments(model: Model, dataset: Dataset, fold: Fold, segments: LabelledSegments,
+                   spec: ClassificationSpec, batch_size: int = 64) -> np.ndarray:
+    """Embeddings [N, D] of every segment, normalised with this fold's scaler."""
+    raw, times = extract_segments(dataset, segments.refs, spec.length)
+    values = fit_fold_scaler(dataset, fold).transform(raw)
+    out = [interface.embed(model, SeriesBatch(values[a:a + batch_size], times[a:a + batch_size]))
+           for a in range(0, len(values), batch_size)]
+    return np.concatenate(out).astype(np.float64)
+
+
+def budget_subset(labels: np.ndarray, budget: float, rng: np.random.Generator) -> np.ndarray:
+    """Stratified share: ceil(budget * n_c) segments of every class c (at least one)."""
+    keep = []
+    for c in np.unique(labels):
+        idx = np.flatnonzero(labels == c)
+        k = max(1, int(np.ceil(budget * idx.size - 1e-9)))
+        keep.append(rng.choice(idx, min(k, idx.size), replace=False))
+    return np.sort(np.concatenate(keep))
+
+
+@dataclass
+class PooledPredictions:
+    y_true: list[np.ndarray] = field(default_factory=list)
+    y_pred: list[np.ndarray] = field(default_factory=list)
+    proba: list[np.ndarray] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def probe_fold(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, n_classes: int,
+               max_iter: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Labels and class probabilities [N, n_classes] (0 for classes absent from training)."""
+    probe = make_pipeline(StandardScaler(),
+                          LogisticRegression(max_iter=max_iter, random_state=seed))
+    probe.fit(x_train, y_train)
+    proba = np.zeros((x_test.shape[0], n_classes))
+    proba[:, probe.classes_] = probe.predict_proba(x_test)
+    return probe.predict(x_test), proba
+
+
+def random_fold(n_test: int, classes: np.ndarray, n_classes: int, rng: np.random.Generator):
+    labels = rng.choice(classes, n_test)
+    return labels, np.full((n_test, n_classes), 1.0 / n_classes)
+
+
+def macro_scores(y_true: np.ndarray, y_pred: np.ndarray, proba: np.ndarray) -> tuple[float, float, list[str]]:
+    """Macro-F1 over the classes present in truth or prediction; one-vs-rest Macro-AUROC over
+    the classes that have positives and negatives in the pooled test set (others reported)."""
+    notes = []
+    f1 = float(f1_score(y_true, y_pred, average="macro", labels=np.union1d(y_true, y_pred), zero_division=0))
+    aucs = []
+    for c in range(proba.shape[1]):
+        positives = y_true == c
+        if positives.all() or not positives.any():
+            notes.append(f"class {c}: AUROC undefined (no {'negatives' if positives.all() else 'positives'})")
+            continue
+        aucs.append(roc_auc_score(positives, proba[:, c]))
+    return f1, (float(np.mean(aucs)) if aucs else float("nan")), notes
+
+
+def fold_seed(seed: int, dataset: str, fold: str, budget: float) -> np.random.Generator:
+    return np.random.default_rng(stable_seed(seed, dataset, fold, "budget", budget))
+
+
+@dataclass(frozen=True)
+class ClassificationOutcome:
+    macro_f1: float
+    macro_auroc: float
+    n_windows: int  # pooled test segments
+    notes: tuple[str, ...]
+
+
+def evaluate_classification(
+    dataset: Dataset, spec: ClassificationSpec, budget: float, seed: int,
+    embeddings: Callable[[Fold], np.ndarray] | None,
+) -> ClassificationOutcome:
+    """One (dataset, model, budget, seed) result; ``embeddings(fold)`` gives [N, D] for every
+    segment of ``labelled_segments`` under that fold's normalisation; None = random baseline."""
+    segments = labelled_segments(dataset, spec)
+    if segments.labels.size == 0:
+        raise DatasetError(f"dataset {dataset.name!r}: no label-pure segment of {spec.length} samples")
+    n_classes = len(dataset.label_names or ())
+    pooled = PooledPredictions()
+    for fold in loso_folds(dataset):
+        test = segments.subjects == fold.test_subject
+        train = ~test
+        if not test.any():
+            pooled.notes.append(f"fold {fold.test_subject}: no labelled test segment")
+            continue
+        rng = fold_seed(seed, dataset.name, fold.test_subject, budget)
+        y_train = segments.labels[train]
+        if embeddings is None:
+            y_pred, proba = random_fold(int(test.sum()), np.unique(segments.labels), n_classes, rng)
+        else:
+            x = embeddings(fold)
+            if x.shape[0] != segments.labels.size or not np.all(np.isfinite(x)):
+                raise RuntimeError(f"embeddings for fold {fold.test_subject} have shape {x.shape} "
+                                   f"or non-finite values; expected {segments.labels.size} rows")
+            subset = budget_subset(y_train, budget, rng)
+            classes = np.unique(y_train[subset])
+            if classes.size < 2:
+                pooled.notes.append(f"fold {fold.test_subject}: one class in the training subset, "
+                                    "probe predicts it")
+                y_pred = np.full(int(test.sum()), classes[0])
+                proba = np.zeros((int(test.sum()), n_classes))
+                proba[:, classes[0]] = 1.0
+            else:
+                y_pred, proba = probe_fold(x[train][subset], y_train[subset], x[test], n_classes,
+                                           spec.probe_max_iter, seed)
+        pooled.y_true.append(segments.labels[test])
+        pooled.y_pred.append(y_pred)
+        pooled.proba.append(proba)
+    y_true = np.concatenate(pooled.y_true)
+    f1, auroc, notes = macro_scores(y_true, np.concatenate(pooled.y_pred), np.concatenate(pooled.proba))
+    return ClassificationOutcome(f1, auroc, int(y_true.size), tuple(pooled.notes + notes))

@@ -1,0 +1,88 @@
+"""Dataset registry: a name (built in) or a path (a user folder in the documented format)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from protocols.data import Dataset, DatasetError
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str
+    loader: str  # "module:callable" returning a Dataset; takes keyword options
+    description: str
+    default: bool = False  # part of the default run
+    needs_root: bool = False  # a downloaded dataset: the loader takes root=DIR (--data-root)
+
+
+_REGISTRY: dict[str, DatasetSpec] = {}
+
+
+def register(spec: DatasetSpec) -> DatasetSpec:
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+register(DatasetSpec(
+    name="synthetic-cohort",
+    loader="protocols.datasets.synthetic:load_synthetic_cohort",
+    description="Embedded neurokit2 cohort: ECG, PPG, RSP, EDA; rest / stress / exercise (generated, cached)",
+    default=True,
+))
+
+
+def _ensure_registered() -> None:
+    # the paper's evaluation datasets register themselves (cheap: no data is read)
+    importlib.import_module("protocols.datasets.paper")
+
+
+def all_datasets() -> dict[str, DatasetSpec]:
+    _ensure_registered()
+    return dict(_REGISTRY)
+
+
+def is_path_like(name: str) -> bool:
+    return "/" in name or name.startswith(".") or Path(name).exists()
+
+
+DATA_ROOT_ENV = "SOTER_BENCH_DATA"
+
+
+def resolve_data_root(root: str | Path | None) -> Path | None:
+    """--data-root, else $SOTER_BENCH_DATA; None when neither is set."""
+    if root is None:
+        root = os.environ.get(DATA_ROOT_ENV) or None
+    return Path(root).expanduser().resolve() if root is not None else None
+
+
+def load_dataset(name: str, data_root: str | Path | None = None, **options: Any) -> Dataset:
+    """Load a registered dataset by name, or a user folder by path.
+
+    Downloaded datasets live under ``data_root`` (``--data-root``), one folder per dataset.
+    """
+    _ensure_registered()
+    if name in _REGISTRY:
+        spec = _REGISTRY[name]
+        module, _, attr = spec.loader.partition(":")
+        if spec.needs_root:
+            root = resolve_data_root(data_root)
+            if root is None:
+                raise DatasetError(
+                    f"dataset {name!r} is read from disk: pass --data-root DIR (or set ${DATA_ROOT_ENV}); "
+                    f"`python -m harness data download {name} --root DIR` fetches the open ones"
+                )
+            options["root"] = root
+        return getattr(importlib.import_module(module), attr)(**options)
+    if is_path_like(name):
+        from protocols.datasets.folder import load_folder_dataset
+
+        return load_folder_dataset(Path(name), **options)
+    raise DatasetError(
+        f"unknown dataset {name!r}; known datasets: {', '.join(sorted(_REGISTRY))} "
+        "(or give the path of a dataset folder, see docs/datasets.md)"
+    )

@@ -1,0 +1,1 @@
+"""Registration of the paper's evaluation datasets (loaders: issue #6)."""

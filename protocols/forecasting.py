@@ -1,0 +1,69 @@
+"""The zero-shot forecasting protocol for one (dataset, fold, window, model) cell."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from models import interface
+from models.interface import Model, SeriesBatch
+from protocols.data import Dataset
+from protocols.metrics import ErrorSums, error_sums
+from protocols.scaling import fit_fold_scaler
+from protocols.specs import ForecastingSpec, WindowSpec
+from protocols.splits import Fold
+from protocols.windows import WindowArrays, WindowSelection, extract, select_windows
+
+
+@dataclass(frozen=True)
+class ForecastOutcome:
+    errors: ErrorSums
+    n_windows: int
+    skipped_missing: int
+    short_recordings: int
+
+
+def fold_windows(dataset: Dataset, fold: Fold, window: WindowSpec, spec: ForecastingSpec) -> tuple[WindowArrays, WindowSelection]:
+    """Normalised test windows of a fold; the scaler sees the training subjects only."""
+    selection = select_windows(dataset, fold.test_subject, window, spec.sampling)
+    raw = extract(dataset, selection.windows, window)
+    scaler = fit_fold_scaler(dataset, fold)
+    arrays = WindowArrays(
+        context=scaler.transform(raw.context),
+        context_times=raw.context_times,
+        target=scaler.transform(raw.target),
+        target_times=raw.target_times,
+    )
+    return arrays, selection
+
+
+def predict_windows(model: Model, arrays: WindowArrays, batch_size: int) -> np.ndarray:
+    """Forecast every window; the model sees the context only (never the target)."""
+    out = []
+    for a in range(0, arrays.context.shape[0], batch_size):
+        b = a + batch_size
+        batch = SeriesBatch(arrays.context[a:b], arrays.context_times[a:b])
+        out.append(interface.forecast(model, batch, arrays.target_times[a:b]))
+    c = arrays.context.shape[1]
+    return np.concatenate(out) if out else np.zeros((0, c, arrays.target.shape[2]))
+
+
+def evaluate_forecasting(
+    model: Model, dataset: Dataset, fold: Fold, window: WindowSpec, spec: ForecastingSpec,
+    corrupt_context: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> ForecastOutcome:
+    """Score one cell.  ``corrupt_context`` (noise robustness) alters what the model sees,
+    never the target it is scored against."""
+    arrays, selection = fold_windows(dataset, fold, window, spec)
+    if corrupt_context is not None:
+        arrays = dataclasses.replace(arrays, context=corrupt_context(arrays.context))
+    prediction = predict_windows(model, arrays, spec.batch_size)
+    return ForecastOutcome(
+        errors=error_sums(prediction, arrays.target),
+        n_windows=int(arrays.context.shape[0]),
+        skipped_missing=selection.skipped_missing,
+        short_recordings=selection.short_recordings,
+    )

@@ -1,0 +1,102 @@
+"""Causal imputation: each missing point is predicted from its causal prefix only.
+
+Protocol (docs/protocols.md): segments of ``length`` samples are drawn from the test subject
+(seeded, the same segments for every seed and rate); each (channel, position) at or after
+``warmup`` is missing independently with the missing rate (seeded by the run seed); per
+segment up to ``points_per_window`` positions that hold a missing value are scored.  For a
+scored position i the model receives samples [0, i) with their mask (missing values
+zero-filled and flagged, timestamps kept) and the query time t_i, and returns every channel
+at t_i; the channels missing at i are scored.  No write-back: a prediction never becomes
+input for another query.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from models import interface
+from models.interface import Model, SeriesBatch
+from protocols.data import Dataset
+from protocols.metrics import ErrorSums, error_sums
+from protocols.scaling import fit_fold_scaler
+from protocols.specs import ImputationSpec, SamplingSpec
+from protocols.splits import Fold
+from protocols.windows import WindowSelection, extract_segments, select_segments, stable_seed
+
+
+@dataclass(frozen=True)
+class ImputationOutcome:
+    errors: ErrorSums
+    n_windows: int
+    n_queries: int
+    skipped_missing: int
+    short_recordings: int
+
+
+@dataclass(frozen=True)
+class ImputationTask:
+    """Normalised segments, their observation mask and the (segment, position) queries."""
+
+    values: np.ndarray  # [B, C, L] normalised, complete (the truth)
+    times: np.ndarray  # [B, L]
+    observed: np.ndarray  # [B, C, L] bool
+    queries: tuple[tuple[int, int], ...]  # (segment, position)
+
+
+def missing_mask(shape: tuple[int, int, int], rate: float, warmup: int, rng: np.random.Generator) -> np.ndarray:
+    """True where observed; positions before ``warmup`` are always observed."""
+    observed = rng.random(shape) >= rate
+    observed[:, :, :warmup] = True
+    return observed
+
+
+def build_task(dataset: Dataset, fold: Fold, spec: ImputationSpec, rate: float,
+               seed: int) -> tuple[ImputationTask, WindowSelection]:
+    sampling = SamplingSpec(max_windows_per_subject=spec.max_windows_per_subject, seed=0)
+    selection = select_segments(dataset, fold.test_subject, spec.length, spec.stride or spec.length,
+                                sampling, tag=f"imputation|{spec.length}")
+    raw, times = extract_segments(dataset, selection.windows, spec.length)
+    values = fit_fold_scaler(dataset, fold).transform(raw)
+    rng = np.random.default_rng(stable_seed(seed, dataset.name, fold.test_subject, "imputation", rate))
+    observed = missing_mask(values.shape, rate, spec.warmup, rng)
+    queries = []
+    for b in range(values.shape[0]):
+        candidates = np.flatnonzero(~observed[b].all(axis=0))
+        picked = rng.choice(candidates, min(spec.points_per_window, candidates.size), replace=False)
+        queries.extend((b, int(i)) for i in np.sort(picked))
+    return ImputationTask(values, times, observed, tuple(queries)), selection
+
+
+def impute_queries(model: Model, task: ImputationTask, batch_size: int = 256) -> np.ndarray:
+    """Predictions [Q, C] for every query, grouped by prefix length into batched calls."""
+    by_position: dict[int, list[int]] = defaultdict(list)
+    for q, (_, i) in enumerate(task.queries):
+        by_position[i].append(q)
+    c = task.values.shape[1]
+    out = np.zeros((len(task.queries), c))
+    for i, qs in sorted(by_position.items()):
+        for a in range(0, len(qs), batch_size):
+            chunk = qs[a:a + batch_size]
+            rows = [task.queries[q][0] for q in chunk]
+            batch = SeriesBatch(task.values[rows, :, :i], task.times[rows, :i], mask=task.observed[rows, :, :i])
+            out[chunk] = interface.impute(model, batch, task.times[rows, i])
+    return out
+
+
+def evaluate_imputation(model: Model, dataset: Dataset, fold: Fold, spec: ImputationSpec, rate: float,
+                        seed: int) -> ImputationOutcome:
+    task, selection = build_task(dataset, fold, spec, rate, seed)
+    prediction = impute_queries(model, task)
+    if task.queries:
+        rows = np.array([b for b, _ in task.queries])
+        cols = np.array([i for _, i in task.queries])
+        target = task.values[rows, :, cols]  # [Q, C]
+        scored = ~task.observed[rows, :, cols]
+        errors = error_sums(prediction, target, mask=scored)
+    else:
+        errors = ErrorSums()
+    return ImputationOutcome(errors, int(task.values.shape[0]), len(task.queries),
+                             selection.skipped_missing, selection.short_recordings)

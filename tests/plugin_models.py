@@ -1,0 +1,65 @@
+"""Models registered only for tests, through the SOTER_BENCH_PLUGINS hook."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from models.interface import Capabilities, Model, SeriesBatch
+from models.registry import ModelSpec, register
+
+
+class SlowLastValue(Model):
+    """Last value, slowed down so that a test can interrupt a run half way."""
+
+    name = "test-slow-last-value"
+    capabilities = Capabilities(multivariate=False)
+
+    def __init__(self, delay: float = 0.3, **_: object) -> None:
+        self.delay = delay
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        time.sleep(self.delay)
+        return np.repeat(batch.values[:, :, -1:], query_times.shape[1], axis=2)
+
+
+class Broken(Model):
+    name = "test-broken"
+    capabilities = Capabilities(multivariate=True)
+
+    def __init__(self, **_: object) -> None:
+        pass
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        raise RuntimeError("this model always fails")
+
+
+register(ModelSpec(name="test-slow-last-value", factory="tests.plugin_models:SlowLastValue",
+                   description="test only", default=False))
+register(ModelSpec(name="test-broken", factory="tests.plugin_models:Broken",
+                   description="test only", default=False))
+register(ModelSpec(name="test-needs-weights", factory="tests.plugin_models:Broken",
+                   description="test only", default=False,
+                   check="tests.plugin_models:needs_weights"))
+
+
+def needs_weights(weights: str | None = None, **_: object) -> str | None:
+    return None if weights else "test-needs-weights needs --weights test-needs-weights=DIR"
+
+
+class MeanStdEmbedder(Model):
+    """Per-channel mean and std as an embedding (test only)."""
+
+    name = "test-mean-std"
+    capabilities = Capabilities(forecast=False, embed=True, multivariate=True)
+
+    def __init__(self, **_: object) -> None:
+        pass
+
+    def _embed(self, batch: SeriesBatch) -> np.ndarray:
+        return np.concatenate([batch.values.mean(axis=2), batch.values.std(axis=2)], axis=1)
+
+
+register(ModelSpec(name="test-mean-std", factory="tests.plugin_models:MeanStdEmbedder",
+                   description="test only", default=False, tasks=("classification",)))

@@ -1,0 +1,143 @@
+"""Runner and CLI: cached, resumable, honest about failures, clear on bad input."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.cli import main
+from harness.runner import RunConfig, execute
+from harness.store import read_records
+from protocols.datasets.folder import write_folder_dataset
+from protocols.specs import WindowSpec
+from tests.conftest import make_dataset
+
+REPO = Path(__file__).resolve().parents[1]
+METRIC_COLS = ["key", "status", "rmse", "mae", "sse", "sae", "n_points", "n_windows"]
+
+
+@pytest.fixture()
+def folder(tmp_path) -> Path:
+    path = tmp_path / "toy"
+    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), path)
+    return path
+
+
+def _config(folder, out, models=("last-value", "window-mean"), **kw) -> RunConfig:
+    kw.setdefault("windows", (WindowSpec(48, 24), WindowSpec(72, 36)))
+    return RunConfig(datasets=(str(folder),), models=tuple(models), out=out,
+                     max_windows_per_subject=4, progress=False, **kw)
+
+
+def _metrics(path: Path) -> pd.DataFrame:
+    return read_records(path)[METRIC_COLS].sort_values("key").reset_index(drop=True)
+
+
+def test_run_writes_records_and_rerun_skips_finished(folder, tmp_path):
+    summary = execute(_config(folder, tmp_path / "out"))
+    assert summary.planned == 2 * 2 * 3 and summary.ran == 12
+    frame = read_records(summary.records_path)
+    assert set(frame.status) == {"ok"} and frame.key.is_unique
+    assert (frame.n_windows > 0).all() and np.isfinite(frame.rmse).all()
+    again = execute(_config(folder, tmp_path / "out"))
+    assert again.ran == 0 and again.skipped_done == 12
+    pd.testing.assert_frame_equal(_metrics(summary.records_path), _metrics(again.records_path))
+
+
+def test_parallel_jobs_give_identical_records(folder, tmp_path):
+    a = execute(_config(folder, tmp_path / "serial"))
+    b = execute(_config(folder, tmp_path / "parallel", jobs=2))
+    pd.testing.assert_frame_equal(_metrics(a.records_path), _metrics(b.records_path))
+
+
+def test_failing_and_unavailable_models_are_recorded_not_fatal(folder, tmp_path):
+    s = execute(_config(folder, tmp_path / "o", models=("last-value", "test-broken", "test-needs-weights")))
+    frame = read_records(s.records_path)
+    by_model = frame.groupby("model").status.agg(set).to_dict()
+    assert by_model == {"last-value": {"ok"}, "test-broken": {"error"}, "test-needs-weights": {"unavailable"}}
+    assert frame[frame.model == "test-broken"].error.str.contains("always fails").all()
+    assert frame[frame.model == "test-needs-weights"].error.str.contains("--weights").all()
+    # error rows are retried on the next run; finished rows are not
+    again = execute(_config(folder, tmp_path / "o", models=("last-value", "test-broken")))
+    assert again.ran == 6 and again.skipped_done == 6
+
+
+def test_changed_data_is_not_served_from_cache(folder, tmp_path):
+    execute(_config(folder, tmp_path / "o", models=("last-value",)))
+    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300, seed=5), folder)
+    again = execute(_config(folder, tmp_path / "o", models=("last-value",)))
+    assert again.ran == 6
+
+
+def test_cli_prints_table_and_writes_tables(folder, tmp_path, capsys):
+    out = tmp_path / "cli"
+    code = main(["run", "forecasting", "--dataset", str(folder), "--models", "last-value", "drift",
+                 "--windows", "48/24", "72/36", "--out", str(out), "--no-progress",
+                 "--max-windows-per-subject", "4"])
+    text = capsys.readouterr().out
+    assert code == 0
+    assert "toy RMSE" in text and "last-value" in text and "drift" in text
+    for ext in ("txt", "md", "tex"):
+        assert (out / "tables" / f"forecasting.{ext}").exists()
+    assert "**" in (out / "tables" / "forecasting.md").read_text()
+    assert main(["table", "forecasting", "--out", str(out), "--format", "latex"]) == 0
+    assert r"\mathbf" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "forecasting", "--models", "no-such-model"], "unknown model 'no-such-model'"),
+    (["run", "forecasting", "--dataset", "no-such-dataset"], "unknown dataset 'no-such-dataset'"),
+    (["run", "forecasting", "--windows", "96-48"], "not of the form CONTEXT/HORIZON"),
+    (["run", "forecasting", "--dataset", "/nonexistent/folder"], "/nonexistent/folder"),
+    (["run", "forecasting", "--weights", "soter"], "MODEL=DIR"),
+    (["table", "forecasting", "--out", "/nonexistent/out"], "no records file"),
+])
+def test_cli_bad_input_is_a_clear_error(argv, message, capsys, tmp_path):
+    if argv[0] == "run":
+        argv = argv + ["--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_single_subject_dataset_is_refused_with_reason(tmp_path, capsys):
+    path = tmp_path / "one"
+    write_folder_dataset(make_dataset(n_subjects=1, n_samples=300), path)
+    assert main(["run", "forecasting", "--dataset", str(path), "--out", str(tmp_path / "o")]) == 2
+    assert "at least two" in capsys.readouterr().err
+
+
+def _cli(args, out, env):
+    return [sys.executable, "-m", "harness", "run", "forecasting", *args, "--out", str(out), "--no-progress"]
+
+
+def test_sigint_mid_run_then_resume_equals_uninterrupted_run(folder, tmp_path):
+    env = {**os.environ, "SOTER_BENCH_PLUGINS": "tests.plugin_models", "PYTHONPATH": str(REPO)}
+    args = ["--dataset", str(folder), "--models", "test-slow-last-value", "--windows", "48/24", "72/36",
+            "--max-windows-per-subject", "4"]
+    interrupted = tmp_path / "interrupted"
+    proc = subprocess.Popen(_cli(args, interrupted, env), cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    records = interrupted / "records.csv"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if records.exists() and len(records.read_text().splitlines()) >= 3:  # header + 2 rows
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()
+    assert b"rerun the same command to resume" in err
+    partial = read_records(records)
+    assert 2 <= len(partial) < 6
+    assert subprocess.run(_cli(args, interrupted, env), cwd=REPO, env=env, capture_output=True).returncode == 0
+    clean = tmp_path / "clean"
+    assert subprocess.run(_cli(args, clean, env), cwd=REPO, env=env, capture_output=True).returncode == 0
+    pd.testing.assert_frame_equal(_metrics(records), _metrics(clean / "records.csv"))

@@ -1,0 +1,62 @@
+"""The record store keeps every finished row, whatever happens to the process."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.store import COLUMNS, KEY_FIELDS, RecordStore, RecordStoreError, row_key
+
+
+def _row(fold="S01", status="ok", rmse=0.5):
+    fields = dict(task="forecasting", dataset="d", fold=fold, window="48/24", condition="clean",
+                  model="m", seed=0, protocol="p")
+    return {**fields, "key": row_key(**fields), "status": status, "rmse": rmse, "mae": 0.25}
+
+
+def test_round_trip_and_latest_row_wins(tmp_path):
+    path = tmp_path / "records.csv"
+    store = RecordStore(path)
+    store.write(_row(status="error"))
+    store.write(_row(status="ok", rmse=0.1 + 0.2))
+    store.write(_row(fold="S02"))
+    again = RecordStore(path)
+    frame = again.frame()
+    assert len(frame) == 2
+    row = frame[frame.fold == "S01"].iloc[0]
+    assert row.status == "ok" and row.rmse == 0.1 + 0.2  # exact float round trip
+    assert again.is_done(_row()["key"])
+
+
+def test_truncated_last_line_is_dropped(tmp_path):
+    path = tmp_path / "records.csv"
+    store = RecordStore(path)
+    store.write(_row())
+    store.write(_row(fold="S02"))
+    data = path.read_bytes()
+    path.write_bytes(data[:-7])  # a write cut short by a kill
+    again = RecordStore(path)
+    assert list(again.frame().fold) == ["S01"]
+    again.write(_row(fold="S03"))
+    assert list(RecordStore(path).frame().fold) == ["S01", "S03"]
+
+
+def test_foreign_file_is_refused(tmp_path):
+    path = tmp_path / "records.csv"
+    path.write_text("a,b,c\n1,2,3\n")
+    with pytest.raises(RecordStoreError, match="unexpected columns"):
+        RecordStore(path)
+
+
+def test_bad_rows_are_refused(tmp_path):
+    store = RecordStore(tmp_path / "r.csv")
+    with pytest.raises(ValueError, match="status"):
+        store.write({**_row(), "status": "done"})
+    with pytest.raises(ValueError, match="unknown record columns"):
+        store.write({**_row(), "colour": "red"})
+
+
+def test_key_depends_on_every_key_field():
+    base = {f: "x" for f in KEY_FIELDS}
+    keys = {row_key(**{**base, f: "y"}) for f in KEY_FIELDS}
+    assert len(keys) == len(KEY_FIELDS) and row_key(**base) not in keys
+    assert set(KEY_FIELDS) <= set(COLUMNS)

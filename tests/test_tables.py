@@ -1,0 +1,66 @@
+"""Tables from a small fixed record set, rendered exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from harness.store import COLUMNS, rows_to_frame
+from harness.tables import forecasting_table, pooled_by_window, render
+
+
+def _rows():
+    rows = []
+    # model A: two folds per window, pooled exactly; model B: worse; model C: one window errored
+    spec = {
+        "A": {"48/24": [(4.0, 2.0, 100), (0.0, 0.0, 100)], "72/36": [(9.0, 3.0, 100), (9.0, 3.0, 100)]},
+        "B": {"48/24": [(16.0, 4.0, 100), (16.0, 4.0, 100)], "72/36": [(25.0, 5.0, 100), (25.0, 5.0, 100)]},
+        "C": {"48/24": [(1.0, 1.0, 100), (1.0, 1.0, 100)], "72/36": None},
+    }
+    for model, windows in spec.items():
+        for window, folds in windows.items():
+            for i in range(2):
+                base = dict.fromkeys(COLUMNS, "")
+                base.update(task="forecasting", dataset="toy", fold=f"S{i}", window=window, condition="clean",
+                            model=model, seed="0", protocol="p", key=f"{model}{window}{i}")
+                if folds is None:
+                    base.update(status="error", error="RuntimeError: boom")
+                else:
+                    sse, sae, n = folds[i]
+                    base.update(status="ok", sse=repr(sse), sae=repr(sae), n_points=str(n), n_windows="1",
+                                rmse=repr(float(np.sqrt(sse / n))), mae=repr(sae / n))
+                rows.append(base)
+    return rows_to_frame(rows)
+
+
+def test_pooling_over_folds_is_exact():
+    pw = pooled_by_window(_rows())
+    a = pw[(pw.model == "A") & (pw.window == "48/24")].iloc[0]
+    assert a.rmse == np.sqrt(4.0 / 200) and a.mae == 2.0 / 200 and a.complete
+    c = pw[(pw.model == "C") & (pw.window == "72/36")].iloc[0]
+    assert not c.complete and c.status == "error" and "boom" in c.reason
+
+
+def test_text_markdown_latex_render_exactly():
+    table = forecasting_table(_rows(), models=["A", "B", "C"])
+    # A: rmse windows sqrt(4/200)=0.1414, sqrt(18/200)=0.3 -> x100 mean 22.07, std 15.86/sqrt(2)=11.21;
+    # mae 1.0, 3.0 -> 2.00 +- 1.41
+    # C: only 48/24 complete -> 10.00 +- 0.00 (partial, dagger); B: 40, 50 -> 45 +- 7.07
+    md = render(table, "markdown").splitlines()
+    assert md[2] == "| Model | toy RMSE | toy MAE |"
+    assert md[4] == "| A | <u>22.07</u> ± 11.21 | <u>2.00</u> ± 1.41 |"
+    assert md[5] == "| B | 45.00 ± 7.07 | 4.50 ± 0.71 |"
+    assert md[6] == "| C | **10.00** ± 0.00† | **1.00** ± 0.00† |"
+    assert md[-1] == "† C on toy: 1/2 windows complete (RuntimeError: boom)"
+    tex = render(table, "latex")
+    assert r"A & $\underline{22.07}_{\pm 11.21}$ & $\underline{2.00}_{\pm 1.41}$ \\" in tex
+    assert r"C & $\mathbf{10.00}_{\pm 0.00}^{\dagger}$ & $\mathbf{1.00}_{\pm 0.00}^{\dagger}$ \\" in tex
+    text = render(table, "text")
+    assert "22.07±11.21" in text and "10.00±0.00+" in text
+
+
+def test_all_unavailable_model_is_labelled():
+    frame = _rows()
+    frame.loc[frame.model == "B", "status"] = "unavailable"
+    table = forecasting_table(frame, models=["A", "B"])
+    assert "| B | unavailable | unavailable |" in render(table, "markdown")
