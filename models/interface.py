@@ -170,9 +170,19 @@ def _per_channel(model: Model) -> bool:
     return not model.capabilities.multivariate
 
 
+def _check_context(model: Model, batch: SeriesBatch) -> None:
+    t = batch.shape[2]
+    caps = model.capabilities
+    if t < caps.min_context:
+        raise ModelInputError(f"model {model.name!r} needs a context of at least {caps.min_context} samples, got {t}")
+    if caps.max_context is not None and t > caps.max_context:
+        raise ModelInputError(f"model {model.name!r} accepts at most {caps.max_context} context samples, got {t}")
+
+
 def forecast(model: Model, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
     """Forecast [B, C, H], folding channels into the batch for per-channel models."""
     query_times = check_query_times(batch, query_times)
+    _check_context(model, batch)
     b, c, _ = batch.shape
     if _per_channel(model) and c > 1:
         out = model._forecast(batch.fold_channels(), np.repeat(query_times, c, axis=0))
@@ -187,6 +197,7 @@ def impute(model: Model, batch: SeriesBatch, query_time: np.ndarray) -> np.ndarr
     """Causal imputation [B, C] at one query time per row."""
     query_time = np.asarray(query_time, dtype=np.float64).reshape(-1)
     check_query_times(batch, query_time[:, None])
+    _check_context(model, batch)
     b, c, _ = batch.shape
     if _per_channel(model) and c > 1:
         out = np.asarray(model._impute(batch.fold_channels(), np.repeat(query_time, c))).reshape(b, c)

@@ -23,7 +23,7 @@ import numpy as np
 
 from protocols.data import Dataset, Recording
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 CHANNELS = ("ECG", "PPG", "RSP", "EDA")
 
 
@@ -123,7 +123,8 @@ def simulate_recording(p: SubjectPhysiology, effect: StateEffect, cfg: Synthetic
         warnings.simplefilter("ignore")
         # neurokit2's length= argument is unreliable (0.2.13): ask for the duration and trim
         dur = int(np.ceil(cfg.seconds_per_state)) + 1
-        rsp = nk.rsp_simulate(duration=dur, sampling_rate=sr, respiratory_rate=br, noise=0.0,
+        # breathmetrics builds whole breaths and can fall short of the duration: ask for more
+        rsp = nk.rsp_simulate(duration=2 * dur + 10, sampling_rate=sr, respiratory_rate=br, noise=0.0,
                               method="breathmetrics", random_state=seed)
         ecg = nk.ecg_simulate(duration=dur, sampling_rate=sr, heart_rate=hr, heart_rate_std=1.0 + hr / 40,
                               noise=0.0, method="ecgsyn", random_state=seed + 1)

@@ -1,0 +1,75 @@
+"""Contract every forecasting adapter must meet; used for every registered model.
+
+Checks: shape and finiteness, no dependence on other rows of the batch (batch-size
+invariance), no state carried between calls (having seen a longer series, the model forecasts
+its truncation as a fresh model does), per-channel independence for per-channel models,
+determinism under a seed, a clear error for a too-short context, and the default causal
+imputation path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models import interface
+from models.interface import ModelInputError, SeriesBatch
+from models.registry import ModelSpec
+
+
+def _series(b: int, c: int, t: int, seed: int = 0) -> SeriesBatch:
+    rng = np.random.default_rng(seed)
+    times = np.tile(np.arange(t, dtype=float) / 10, (b, 1))
+    base = np.sin(2 * np.pi * 0.07 * np.arange(t))[None, None] * rng.uniform(0.5, 1.5, (b, c, 1))
+    return SeriesBatch(base + 0.05 * rng.standard_normal((b, c, t)) + 0.5, times)
+
+
+def _queries(batch: SeriesBatch, h: int) -> np.ndarray:
+    return batch.timestamps[:, -1:] + 0.1 * np.arange(1, h + 1)[None, :]
+
+
+def check_forecast_contract(spec: ModelSpec, t: int = 48, h: int = 24, b: int = 5, c: int = 3,
+                            atol: float = 1e-6) -> None:
+    model = spec.load(seed=0)
+    batch = _series(b, c, t)
+    q = _queries(batch, h)
+    out = interface.forecast(model, batch, q)
+    assert out.shape == (b, c, h) and np.isfinite(out).all()
+
+    # batch-size invariance: one row alone equals that row inside the batch
+    r = b // 2
+    alone = interface.forecast(model, SeriesBatch(batch.values[r:r + 1], batch.timestamps[r:r + 1]), q[r:r + 1])
+    np.testing.assert_allclose(alone[0], out[r], atol=atol)
+
+    # no state carried between calls: in the protocol, one window's future is part of later
+    # windows' contexts, so a model that remembered an earlier call could read the future
+    longer = _series(b, c, t + 30, seed=1)
+    cut = SeriesBatch(longer.values[:, :, :t], longer.timestamps[:, :t])
+    fresh = interface.forecast(spec.load(seed=0), cut, _queries(cut, h))
+    used = spec.load(seed=0)
+    interface.forecast(used, longer, _queries(longer, h))  # sees what follows the cut
+    np.testing.assert_allclose(interface.forecast(used, cut, _queries(cut, h)), fresh, atol=atol)
+
+    # per-channel models: channel 0's forecast ignores channel 1
+    if not model.capabilities.multivariate:
+        other = batch.values.copy()
+        other[:, -1] = other[:, -1] * 3 + 1
+        moved = interface.forecast(model, SeriesBatch(other, batch.timestamps), q)
+        np.testing.assert_allclose(moved[:, :-1], out[:, :-1], atol=atol)
+
+    # determinism under a seed
+    again = interface.forecast(spec.load(seed=0), batch, q)
+    np.testing.assert_allclose(again, out, atol=atol)
+
+    # the default (or native) causal imputation returns one value per channel
+    imputed = interface.impute(model, batch, q[:, 0])
+    assert imputed.shape == (b, c) and np.isfinite(imputed).all()
+    if not model.capabilities.impute:
+        np.testing.assert_allclose(imputed, out[:, :, 0], atol=atol)
+
+    # a context shorter than the model accepts is a clear error, not garbage
+    short = model.capabilities.min_context - 1
+    if short >= 1:
+        tiny = _series(1, 1, short)
+        with pytest.raises((ModelInputError, ValueError)):
+            interface.forecast(model, tiny, _queries(tiny, h))
