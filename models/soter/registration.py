@@ -32,3 +32,9 @@ register(ModelSpec(
     licence="MIT (this repository's weights)", check="models.soter.registration:check_checkpoint",
     tasks=("forecasting", "imputation", "noise", "classification"),
 ))
+
+register(ModelSpec(
+    name="soter-tiny-random", factory="models.soter.adapter:load_random_tiny", family="soter", default=False,
+    description="RANDOM WEIGHTS - a randomly initialised soter-tiny for tests and smoke runs only, not SOTER results",
+    licence="n/a (random weights)", tasks=("forecasting", "imputation", "noise", "classification"),
+))

@@ -1,0 +1,87 @@
+"""SOTER behind the harness's model interface."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from models.interface import Capabilities, Model, SeriesBatch
+from models.soter.config import SoterConfig, preset
+from models.soter.model import SoterModel
+
+
+class SoterAdapter(Model):
+    capabilities = Capabilities(forecast=True, impute=True, embed=True, multivariate=True, min_context=2)
+
+    def __init__(self, model: SoterModel, name: str = "soter", rollout: str = "autoregressive",
+                 per_channel: bool = False, device: str = "cpu", batch_size: int = 256, source: str = "") -> None:
+        if rollout not in ("autoregressive", "direct"):
+            raise ValueError(f"rollout must be 'autoregressive' or 'direct', got {rollout!r}")
+        self.name = name
+        self.model = model.to(device).eval()
+        self.rollout, self.per_channel, self.device, self.batch_size = rollout, per_channel, device, batch_size
+        self.source = source
+        if per_channel:  # the official univariate evaluation: each channel alone
+            self.capabilities = Capabilities(forecast=True, impute=True, embed=True, multivariate=False,
+                                             min_context=2)
+
+    def _tensors(self, batch: SeriesBatch):
+        to = dict(device=self.device)
+        return (torch.as_tensor(batch.values, dtype=torch.float32, **to),
+                torch.as_tensor(batch.timestamps, dtype=torch.float64, **to),
+                torch.as_tensor(batch.mask, **to))
+
+    def _chunks(self, n: int):
+        return range(0, n, self.batch_size)
+
+    @torch.inference_mode()
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        values, times, _ = self._tensors(batch)
+        q = torch.as_tensor(query_times, dtype=torch.float64, device=self.device)
+        out = [self.model.forecast(values[a:a + self.batch_size], times[a:a + self.batch_size],
+                                   q[a:a + self.batch_size], self.rollout) for a in self._chunks(len(values))]
+        return torch.cat(out).double().cpu().numpy()
+
+    @torch.inference_mode()
+    def _impute(self, batch: SeriesBatch, query_time: np.ndarray) -> np.ndarray:
+        """CDE regime: zero-filled masked prefix, spline control from its observed points, one
+        solve to the query time, no write-back."""
+        values, times, mask = self._tensors(batch)
+        q = torch.as_tensor(query_time, dtype=torch.float64, device=self.device)[:, None]
+        out = [self.model.predict(values[a:a + self.batch_size], times[a:a + self.batch_size],
+                                  mask[a:a + self.batch_size], q[a:a + self.batch_size], controlled=True)[..., 0]
+               for a in self._chunks(len(values))]
+        return torch.cat(out).double().cpu().numpy()
+
+    @torch.inference_mode()
+    def _embed(self, batch: SeriesBatch) -> np.ndarray:
+        values, times, mask = self._tensors(batch)
+        out = [self.model.embed_batch(values[a:a + self.batch_size], times[a:a + self.batch_size],
+                                      mask[a:a + self.batch_size]) for a in self._chunks(len(values))]
+        return torch.cat(out).double().cpu().numpy()
+
+    def describe(self) -> dict[str, object]:
+        return {"name": self.name, "source": self.source, "rollout": self.rollout, "per_channel": self.per_channel,
+                "config": self.model.config.to_dict()}
+
+
+def load_soter(weights: str | Path | None = None, rollout: str = "autoregressive", per_channel: bool = False,
+               device: str = "cpu", **_: object) -> SoterAdapter:
+    """The trained checkpoint (shipped, or ``weights=DIR``)."""
+    from models.soter.io import from_pretrained
+    from models.soter.registration import checkpoint_dir
+
+    folder = checkpoint_dir(weights)
+    return SoterAdapter(from_pretrained(folder), rollout=rollout, per_channel=per_channel, device=device,
+                        source=str(folder))
+
+
+def load_random_tiny(seed: int = 0, rollout: str = "autoregressive", per_channel: bool = False,
+                     config: str = "soter-tiny", **_: object) -> SoterAdapter:
+    """RANDOM WEIGHTS: for tests and smoke runs only; never a SOTER result."""
+    torch.manual_seed(seed)
+    cfg: SoterConfig = preset(config)
+    return SoterAdapter(SoterModel(cfg), name=f"{config}-random", rollout=rollout, per_channel=per_channel,
+                        source=f"random initialisation, seed {seed}")

@@ -1,0 +1,47 @@
+"""Channel-independent causal attention with CT-RoPE, and channel-dependent attention."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class Attention(nn.Module):
+    """Multi-head attention; q, k, v projections with bias, output without (official code)."""
+
+    def __init__(self, hidden: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.head_dim = hidden // heads
+        self.q = nn.Linear(hidden, hidden)
+        self.k = nn.Linear(hidden, hidden)
+        self.v = nn.Linear(hidden, hidden)
+        self.o = nn.Linear(hidden, hidden, bias=False)
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:
+        r, n, _ = x.shape
+        return x.view(r, n, self.heads, self.head_dim).transpose(1, 2)
+
+    def forward(self, x: torch.Tensor, rotary: tuple[torch.Tensor, torch.Tensor] | None, causal: bool) -> torch.Tensor:
+        """x [R, N, H] -> [R, N, H]; ``rotary`` rotates q and k (CT-RoPE), None for the CD layer."""
+        from models.soter.rope import apply_rotary
+
+        q, k, v = self._split(self.q(x)), self._split(self.k(x)), self._split(self.v(x))
+        if rotary is not None:
+            q, k = apply_rotary(q, *rotary), apply_rotary(k, *rotary)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        r, _, n, _ = out.shape
+        return self.o(out.transpose(1, 2).reshape(r, n, -1))
+
+
+def channel_dependent(attn: Attention, x: torch.Tensor, channels: int) -> torch.Tensor:
+    """Full attention over the C channel tokens of each timestamp (no RoPE, no mask).
+
+    x [B*C, T, H] (channel-major within each sample) -> same shape.
+    """
+    bc, t, h = x.shape
+    b = bc // channels
+    per_time = x.view(b, channels, t, h).transpose(1, 2).reshape(b * t, channels, h)
+    out = attn(per_time, rotary=None, causal=False)
+    return out.view(b, t, channels, h).transpose(1, 2).reshape(bc, t, h)

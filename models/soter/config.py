@@ -1,0 +1,131 @@
+"""SOTER's configuration: one typed dataclass, saved as JSON beside every checkpoint."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class SoterConfig:
+    # backbone
+    hidden_size: int = 256
+    num_heads: int = 4
+    intermediate_size: int = 512  # shared expert width; a routed expert has width I / top_k
+    num_layers: int = 6
+    cd_layer: int | None = 5  # index of the channel-dependent layer; None = channel-independent only
+    num_experts: int = 6
+    top_k: int = 2
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    time_normalisation: str = "official"  # "official": per-row min-max to [0, T-1] on a 0.1 grid; "none"
+    # routing
+    router: str = "psd"  # "psd" (the paper) | "learned" (ablation: softmax gate + load-balancing loss)
+    dft_length: int = 512  # N: bins 0..N/2
+    dft_impl: str = "fast"  # "fast" (chunked prefix sums) | "loop" (reference)
+    router_aux_loss_coef: float = 0.01  # learned router only
+    shared_expert_input: str = "window_mean"  # "window_mean" (the paper) | "causal_mean" (per-position causal)
+    # decoder
+    decoder_hidden: tuple[int, ...] = (128, 128)
+    control: bool = True  # False: no control block at all (pure Neural ODE ablation)
+    solver: str = "dopri5"  # any fixed or adaptive torchdiffeq method: "dopri5", "rk4", "euler", ...
+    rtol: float = 1e-5
+    atol: float = 1e-5
+    rk4_steps: int = 8  # steps over s in [0, 1] for fixed-step solvers
+    min_dt: float = 1e-5
+    # training
+    huber_delta: float = 2.0
+    initializer_range: float = 0.02
+    max_length: int = 512
+
+    def __post_init__(self) -> None:
+        if self.hidden_size % self.num_heads:
+            raise ConfigError(f"hidden_size {self.hidden_size} is not divisible by num_heads {self.num_heads}")
+        if (self.hidden_size // self.num_heads) % 2:
+            raise ConfigError("the head dimension must be even for rotary embeddings")
+        if not 1 <= self.top_k <= self.num_experts:
+            raise ConfigError(f"top_k must be in [1, num_experts], got {self.top_k}")
+        if self.intermediate_size % self.top_k:
+            raise ConfigError("intermediate_size must be divisible by top_k (routed expert width I / top_k)")
+        if self.cd_layer is not None and not 0 <= self.cd_layer < self.num_layers:
+            raise ConfigError(f"cd_layer {self.cd_layer} outside 0..{self.num_layers - 1}")
+        if self.num_experts > self.dft_length // 2 + 1:
+            raise ConfigError("more experts than DFT bins")
+        choices = {"router": ("psd", "learned"), "dft_impl": ("fast", "loop"),
+                   "time_normalisation": ("official", "none"),
+                   "shared_expert_input": ("window_mean", "causal_mean")}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if min(self.rtol, self.atol, self.min_dt) <= 0:
+            raise ConfigError("rtol, atol and min_dt must be positive")
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_heads
+
+    @property
+    def expert_size(self) -> int:
+        return self.intermediate_size // self.top_k
+
+    @property
+    def num_bins(self) -> int:
+        return self.dft_length // 2 + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["decoder_hidden"] = list(self.decoder_hidden)
+        return {"model_type": "soter", **d}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SoterConfig":
+        data = dict(data)
+        if data.pop("model_type", "soter") != "soter":
+            raise ConfigError("config is not a SOTER config (model_type != 'soter')")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown SOTER config field(s) {unknown}")
+        if "decoder_hidden" in data:
+            data["decoder_hidden"] = tuple(data["decoder_hidden"])
+        return cls(**data)
+
+    def save(self, path: Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> "SoterConfig":
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text()))
+        except (json.JSONDecodeError, TypeError) as exc:
+            raise ConfigError(f"{path}: not a valid SOTER config ({exc})") from exc
+
+    def replace(self, **changes: Any) -> "SoterConfig":
+        return replace(self, **changes)
+
+
+PRESETS: dict[str, SoterConfig] = {
+    # tests and smoke runs only
+    "soter-tiny": SoterConfig(hidden_size=32, num_heads=2, intermediate_size=64, num_layers=3, cd_layer=2,
+                              num_experts=4, dft_length=64, decoder_hidden=(32, 32), max_length=256),
+    # the official code's defaults
+    "soter-small": SoterConfig(),
+    # six layers sized to the paper's 49.79M total / 20.29M active (docs/soter.md)
+    "soter-paper": SoterConfig(hidden_size=576, num_heads=9, intermediate_size=576, num_experts=12,
+                               decoder_hidden=(256, 256)),
+}
+
+
+def preset(name: str) -> SoterConfig:
+    if name not in PRESETS:
+        raise ConfigError(f"unknown SOTER preset {name!r}; known: {sorted(PRESETS)}")
+    return PRESETS[name]
+
+
+__all__ = ["SoterConfig", "ConfigError", "PRESETS", "preset"]

@@ -1,0 +1,96 @@
+"""The continuous-time decoder: dh/ds = dt * f([s; h; z]), s in [0, 1] (Eq. 6-7, App. D).
+
+One torchdiffeq solve for every row at once.  s = 0 is the last observed time t_T of the row,
+s = 1 its target, dt = max(t_target - t_T, min_dt) per row (seconds).  z(s) is the control: the
+natural cubic spline of the row's observed causal prefix evaluated at t_T + s dt (the
+observation-guided CDE regime), or 0 (forecasting: then the decoder is exactly a
+time-augmented Neural ODE).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torchdiffeq import odeint
+
+from models.soter.config import SoterConfig
+from models.soter.spline import NaturalCubicSpline
+
+
+class VectorField(nn.Module):
+    """f([s; h; z]): an MLP with SiLU; without the control block when cfg.control is False."""
+
+    def __init__(self, cfg: SoterConfig) -> None:
+        super().__init__()
+        self.control = cfg.control
+        width = 1 + cfg.hidden_size + (1 if cfg.control else 0)
+        dims = [width, *cfg.decoder_hidden, cfg.hidden_size]
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+
+    def forward(self, s: torch.Tensor, h: torch.Tensor, z: torch.Tensor | None) -> torch.Tensor:
+        parts = [s.expand(h.shape[0], 1).to(h.dtype), h]
+        if self.control:
+            parts.append(torch.zeros_like(h[:, :1]) if z is None else z[:, None].to(h.dtype))
+        x = torch.cat(parts, dim=-1)
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if i < len(self.layers) - 1:
+                x = F.silu(x)
+        return x
+
+
+class _Dynamics(nn.Module):
+    def __init__(self, field: VectorField, dt: torch.Tensor, t_last: torch.Tensor,
+                 spline: NaturalCubicSpline | None) -> None:
+        super().__init__()
+        self.field, self.dt, self.t_last, self.spline = field, dt, t_last, spline
+        self.nfe = 0
+
+    def forward(self, s: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        self.nfe += 1
+        z = None
+        if self.spline is not None:
+            z = self.spline.evaluate((self.t_last + s.to(self.t_last.dtype) * self.dt))
+        return self.dt[:, None].to(h.dtype) * self.field(s, h, z)
+
+
+class Decoder(nn.Module):
+    def __init__(self, cfg: SoterConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.field = VectorField(cfg)
+        self.readout = nn.Linear(cfg.hidden_size, 1)
+        self.last_nfe = 0
+
+    def evolve(self, h0: torch.Tensor, t_last: torch.Tensor, t_query: torch.Tensor,
+               spline: NaturalCubicSpline | None = None) -> torch.Tensor:
+        """h0 [R, H], t_last [R], t_query [R, Q] increasing -> states [R, Q, H] at the query times.
+
+        One solve to the last query; earlier queries are read on the way (``direct`` forecasting).
+        All rows must share the relative positions s_q = (t_q - t_T) / (t_Q - t_T); they do on
+        regular grids and for single queries.
+        """
+        cfg = self.cfg
+        t_last = t_last.to(torch.float64)
+        t_query = t_query.to(torch.float64)
+        dt = (t_query[:, -1] - t_last).clamp_min(cfg.min_dt)
+        s_rows = (t_query - t_last[:, None]) / dt[:, None]
+        s = s_rows[0]
+        if t_query.shape[1] > 1 and not torch.allclose(s_rows, s.expand_as(s_rows), atol=1e-9):
+            raise ValueError("direct decoding needs the same relative query positions in every row; "
+                             "decode rows with different query spacings separately")
+        s = torch.cat([s.new_zeros(1), s.clamp(min=0.0)])
+        if not torch.all(s[1:] > s[:-1]):
+            s = torch.cat([s[:1], torch.cummax(s[1:], 0).values + 1e-12 * torch.arange(1, s.numel(), device=s.device)])
+        dyn = _Dynamics(self.field, dt, t_last, spline)
+        options = {"step_size": 1.0 / cfg.rk4_steps} if cfg.solver in ("rk4", "euler", "midpoint", "explicit_adams") else None
+        states = odeint(dyn, h0, s.to(h0.dtype) if h0.dtype == torch.float64 else s.float(),
+                        method=cfg.solver, rtol=cfg.rtol, atol=cfg.atol, options=options)
+        self.last_nfe = dyn.nfe
+        return states[1:].transpose(0, 1)  # [R, Q, H]
+
+    def forward(self, h0: torch.Tensor, t_last: torch.Tensor, t_query: torch.Tensor,
+                spline: NaturalCubicSpline | None = None) -> torch.Tensor:
+        """Predictions [R, Q]."""
+        return self.readout(self.evolve(h0, t_last, t_query, spline)).squeeze(-1)

@@ -1,0 +1,103 @@
+"""save_pretrained / from_pretrained: config.json + safetensors weights (sharded when large).
+
+Layout (as Hugging Face uses it): ``config.json``; ``model.safetensors``, or shards
+``model-00001-of-0000N.safetensors`` with ``model.safetensors.index.json`` mapping every
+tensor to its shard.  A missing file, a truncated shard, or weights that do not fit the config
+are errors naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from models.soter.config import ConfigError, SoterConfig
+from models.soter.model import SoterModel
+
+SINGLE = "model.safetensors"
+INDEX = "model.safetensors.index.json"
+
+
+class CheckpointError(RuntimeError):
+    pass
+
+
+def save_pretrained(model: SoterModel, path: str | Path, max_shard_bytes: int = 15 * 2**20) -> Path:
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    model.config.save(path / "config.json")
+    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    shards: list[dict[str, torch.Tensor]] = [{}]
+    size = 0
+    for name, tensor in state.items():
+        nbytes = tensor.numel() * tensor.element_size()
+        if shards[-1] and size + nbytes > max_shard_bytes:
+            shards.append({})
+            size = 0
+        shards[-1][name] = tensor
+        size += nbytes
+    for stale in list(path.glob("model*.safetensors")) + [path / INDEX]:
+        stale.unlink(missing_ok=True)
+    if len(shards) == 1:
+        save_file(shards[0], str(path / SINGLE), metadata={"format": "pt"})
+        return path
+    weight_map = {}
+    for i, shard in enumerate(shards, start=1):
+        fname = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
+        save_file(shard, str(path / fname), metadata={"format": "pt"})
+        weight_map.update({name: fname for name in shard})
+    (path / INDEX).write_text(json.dumps({"metadata": {"total_size": sum(
+        t.numel() * t.element_size() for t in state.values())}, "weight_map": weight_map}, indent=2))
+    return path
+
+
+def _read(file: Path) -> dict[str, torch.Tensor]:
+    if not file.is_file():
+        raise CheckpointError(f"{file}: missing weight file")
+    try:
+        return load_file(str(file))
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise CheckpointError(f"{file}: unreadable or truncated safetensors file ({exc})") from exc
+
+
+def load_state(path: Path) -> dict[str, torch.Tensor]:
+    if (path / INDEX).is_file():
+        try:
+            index = json.loads((path / INDEX).read_text())["weight_map"]
+        except (json.JSONDecodeError, KeyError) as exc:
+            raise CheckpointError(f"{path / INDEX}: malformed shard index ({exc})") from exc
+        state: dict[str, torch.Tensor] = {}
+        for fname in sorted(set(index.values())):
+            state.update(_read(path / fname))
+        missing = sorted(set(index) - set(state))
+        if missing:
+            raise CheckpointError(f"{path / INDEX}: tensors listed but absent from the shards: {missing[:5]}")
+        return state
+    return _read(path / SINGLE)
+
+
+def from_pretrained(path: str | Path, map_location: str = "cpu") -> SoterModel:
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        raise CheckpointError(f"{path / 'config.json'}: missing SOTER config")
+    try:
+        cfg = SoterConfig.load(path / "config.json")
+    except ConfigError as exc:
+        raise CheckpointError(str(exc)) from exc
+    model = SoterModel(cfg)
+    state = load_state(path)
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    wrong = sorted(k for k in set(expected) & set(state) if expected[k].shape != state[k].shape)
+    if missing or unexpected or wrong:
+        raise CheckpointError(
+            f"{path}: weights do not match {path / 'config.json'}: "
+            + "; ".join(f"{label} {names[:3]}{'...' if len(names) > 3 else ''}" for label, names in
+                        (("missing", missing), ("unexpected", unexpected), ("wrong shape", wrong)) if names))
+    model.load_state_dict(state)
+    return model.to(map_location).eval()

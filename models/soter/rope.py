@@ -1,0 +1,46 @@
+"""CT-RoPE: rotary position embedding driven by timestamps instead of token indices.
+
+The official code normalises each row's timestamps to [0, T-1] (min-max), snaps them to a
+0.1 grid and forces them strictly increasing; with regular sampling this reproduces the
+token indices, so CT-RoPE equals standard RoPE there.  ``time_normalisation="none"`` uses
+the raw timestamps (seconds) as positions.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def normalise_timestamps(t: torch.Tensor, step: float = 0.1) -> torch.Tensor:
+    """[R, T] -> positions in [0, T-1] on a ``step`` grid, strictly increasing (vectorised)."""
+    t = t.double()
+    n = t.shape[-1]
+    if n == 1:
+        return torch.zeros_like(t)
+    lo = t[..., :1]
+    span = (t[..., -1:] - lo).clamp_min(1e-12)
+    pos = torch.round((t - lo) / span * (n - 1) / step) * step
+    # strictly increasing by at least one grid step: p_i >= p_{i-1} + step
+    ramp = step * torch.arange(n, dtype=t.dtype, device=t.device)
+    pos = torch.cummax(pos - ramp, dim=-1).values + ramp
+    return pos
+
+
+def rotary_angles(positions: torch.Tensor, head_dim: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin of shape [R, T, head_dim] (rotate-half layout)."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64, device=positions.device) / head_dim))
+    freqs = positions.double()[..., None] * inv_freq  # [R, T, D/2]
+    emb = torch.cat([freqs, freqs], dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    a, b = x.chunk(2, dim=-1)
+    return torch.cat([-b, a], dim=-1)
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x [R, heads, T, D]; cos/sin [R, T, D]."""
+    cos = cos[:, None].to(x.dtype)
+    sin = sin[:, None].to(x.dtype)
+    return x * cos + rotate_half(x) * sin
