@@ -40,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="seeds (default: 0 for forecasting and noise, 0 1 2 for imputation and classification)")
     run.add_argument("--max-windows-per-subject", type=int, default=None,
                      help="windows (segments) drawn per subject; default: the task's (docs/protocols.md)")
+    run.add_argument("--segment-length", type=int, default=None,
+                     help="imputation and classification: segment length in samples (default: 96 and 128)")
     run.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: %(default)s)")
     run.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default: 1)")
     run.add_argument("--weights", nargs="+", default=[], metavar="MODEL=DIR",
@@ -89,7 +91,8 @@ def _run(args: argparse.Namespace) -> int:
         task=args.task, datasets=tuple(args.dataset), models=tuple(args.models),
         windows=tuple(WindowSpec.parse(w) for w in args.windows) if args.windows else None,
         out=args.out, jobs=args.jobs, seeds=tuple(args.seeds) if args.seeds else None,
-        max_windows_per_subject=args.max_windows_per_subject, noise_levels=tuple(args.levels),
+        max_windows_per_subject=args.max_windows_per_subject, segment_length=args.segment_length,
+        noise_levels=tuple(args.levels),
         missing_rates=tuple(r / 100 for r in args.rates), budgets=tuple(b / 100 for b in args.budgets),
         rerun=args.rerun, weights=_parse_weights(args.weights), progress=not args.no_progress,
         data_root=args.data_root,

@@ -45,6 +45,7 @@ class RunConfig:
     jobs: int = 1
     seeds: tuple[int, ...] | None = None  # forecasting/noise: (0,); imputation/classification: (0, 1, 2)
     max_windows_per_subject: int | None = None
+    segment_length: int | None = None  # imputation and classification segments (samples)
     noise_levels: tuple[float, ...] = NOISE_LEVELS
     missing_rates: tuple[float, ...] = MISSING_RATES
     budgets: tuple[float, ...] = LABEL_BUDGETS
@@ -74,9 +75,10 @@ class RunConfig:
         if self.task == "noise":
             return NoiseSpec(levels=self.noise_levels, windows=self.windows or NoiseSpec.windows,
                              sampling=SamplingSpec(seed=seed, **maxw))
+        length = {} if self.segment_length is None else {"length": self.segment_length}
         if self.task == "imputation":
-            return ImputationSpec(rates=self.missing_rates, **maxw)
-        return ClassificationSpec(budgets=self.budgets, **maxw)
+            return ImputationSpec(rates=self.missing_rates, **maxw, **length)
+        return ClassificationSpec(budgets=self.budgets, **maxw, **length)
 
     @property
     def records_path(self) -> Path:

@@ -141,3 +141,26 @@ def test_sigint_mid_run_then_resume_equals_uninterrupted_run(folder, tmp_path):
     clean = tmp_path / "clean"
     assert subprocess.run(_cli(args, clean, env), cwd=REPO, env=env, capture_output=True).returncode == 0
     pd.testing.assert_frame_equal(_metrics(records), _metrics(clean / "records.csv"))
+
+
+@pytest.mark.parametrize("task, models, extra", [
+    ("imputation", ["locf", "spline-extrapolation", "last-value"], ["--rates", "25", "75", "--seeds", "0", "1"]),
+    ("noise", ["last-value", "drift"], ["--levels", "0", "0.3", "--windows", "48/24"]),
+    ("classification", ["stat-features", "random"],
+     ["--budgets", "10", "100", "--seeds", "0", "1", "--segment-length", "48"]),
+])
+def test_every_task_runs_end_to_end_with_tables_and_figures(folder, tmp_path, capsys, task, models, extra):
+    out = tmp_path / task
+    argv = ["run", task, "--dataset", str(folder), "--models", *models, "--out", str(out), "--no-progress",
+            "--max-windows-per-subject", "4", *extra]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    frame = read_records(out / "records.csv")
+    assert set(frame.status) == {"ok"} and set(frame.task) == {task}
+    assert all(m in text for m in models)
+    assert list((out / "tables").glob("*.md")) and list((out / "figures").glob("*.png"))
+    assert main(argv) == 0 and "0 run now" in capsys.readouterr().out  # cached
+    if task == "imputation":
+        assert set(frame.seed) == {0, 1} and set(frame.condition) == {"missing=25%", "missing=75%"}
+    if task == "classification":
+        assert frame.macro_auroc.between(0, 1).all() and (frame.fold == "all").all()

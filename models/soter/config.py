@@ -28,7 +28,7 @@ class SoterConfig:
     # routing
     router: str = "psd"  # "psd" (the paper) | "learned" (ablation: softmax gate + load-balancing loss)
     dft_length: int = 512  # N: bins 0..N/2
-    dft_impl: str = "fast"  # "fast" (chunked prefix sums) | "loop" (reference)
+    dft_impl: str = "fast"  # "fast": fused numba kernel on CPU, chunked prefix sums on GPU | "torch" | "loop"
     router_aux_loss_coef: float = 0.01  # learned router only
     shared_expert_input: str = "window_mean"  # "window_mean" (the paper) | "causal_mean" (per-position causal)
     # decoder
@@ -57,7 +57,7 @@ class SoterConfig:
             raise ConfigError(f"cd_layer {self.cd_layer} outside 0..{self.num_layers - 1}")
         if self.num_experts > self.dft_length // 2 + 1:
             raise ConfigError("more experts than DFT bins")
-        choices = {"router": ("psd", "learned"), "dft_impl": ("fast", "loop"),
+        choices = {"router": ("psd", "learned"), "dft_impl": ("fast", "torch", "loop"),
                    "time_normalisation": ("official", "none"),
                    "shared_expert_input": ("window_mean", "causal_mean")}
         for name, allowed in choices.items():

@@ -51,6 +51,19 @@ def prefix_dft_fast(h: torch.Tensor, n: int, budget: int = 1 << 24) -> torch.Ten
     return torch.cat(parts, dim=-1)
 
 
+def prefix_dft(h: torch.Tensor, n: int, impl: str = "fast") -> torch.Tensor:
+    """``fast``: the fused numba kernel for CPU tensors, chunked prefix sums elsewhere (GPU);
+    ``torch``: always the chunked prefix sums; ``loop``: the reference."""
+    if impl == "loop":
+        return prefix_dft_loop(h, n)
+    if impl == "fast" and h.device.type == "cpu":
+        from models.soter import routing_cpu
+
+        if routing_cpu.available():
+            return torch.from_numpy(routing_cpu.prefix_dft_numba(h.numpy(), n))
+    return prefix_dft_fast(h, n)
+
+
 def band_logits(p: torch.Tensor, num_experts: int) -> torch.Tensor:
     """[R, T, K] -> [R, T, E]: sum of each contiguous, near-equal band of bins."""
     bands = torch.tensor_split(torch.arange(p.shape[-1], device=p.device), num_experts)
@@ -62,7 +75,7 @@ def psd_route(h: torch.Tensor, num_experts: int, top_k: int, n: int, impl: str =
     """(logits [R, T, E], expert indices [R, T, k], weights [R, T, k]); no gradient."""
     with torch.no_grad():
         x = h.detach().float() if h.dtype in (torch.float16, torch.bfloat16) else h.detach()
-        p = prefix_dft_fast(x, n) if impl == "fast" else prefix_dft_loop(x, n)
+        p = prefix_dft(x, n, impl)
         logits = band_logits(p, num_experts)
         probs = torch.softmax(logits, dim=-1)
         idx = torch.topk(logits, top_k, dim=-1).indices

@@ -108,6 +108,17 @@ def test_loop_and_fast_prefix_dft_agree(t):
     assert t == 1 or clear.float().mean() > 0.9  # at t = 0 every bin has the same magnitude: ties
 
 
+def test_numba_kernel_matches_the_reference():
+    from models.soter import routing_cpu
+    from models.soter.routing import prefix_dft
+
+    assert routing_cpu.available()
+    h = torch.randn(3, 29, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    torch.testing.assert_close(prefix_dft(h, 64, "fast"), prefix_dft_loop(h, 64), rtol=1e-10, atol=1e-10)
+    h32 = h.float()
+    torch.testing.assert_close(prefix_dft(h32, 64, "fast"), prefix_dft_loop(h, 64).float(), rtol=1e-5, atol=1e-5)
+
+
 def test_routing_is_causal_and_has_no_gradient():
     h = torch.randn(2, 20, 8, dtype=torch.float64, requires_grad=True)
     logits, idx, w = psd_route(h, 4, 2, 64)
