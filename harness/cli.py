@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "list":
             return _list(args.what)
         return _table(args)
+    except BrokenPipeError:  # output piped into e.g. `head`
+        return 0
     except KeyboardInterrupt:
         print("\ninterrupted: every finished row is kept; rerun the same command to resume",
               file=sys.stderr)
@@ -123,8 +125,13 @@ def _publish(frame, task: str, out: Path, models: list[str] | None, datasets: li
 
 
 def _table(args: argparse.Namespace) -> int:
+    from models.registry import all_specs
+
     frame = read_records(Path(args.out) / RECORDS_FILE)
-    _publish(frame, args.task, Path(args.out), None, None, args.format)
+    present = set(frame.loc[frame["task"] == args.task, "model"])
+    order = [m for m in [*all_specs(), "random"] if m in present]  # registry order, then the rest
+    models = order + sorted(present - set(order))
+    _publish(frame, args.task, Path(args.out), models or None, None, args.format)
     return 0
 
 

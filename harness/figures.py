@@ -26,6 +26,13 @@ def _save(fig, path: Path) -> list[Path]:
     return out
 
 
+def _log_if_wide(ax, values: pd.Series) -> None:
+    """A log axis when one model's errors dwarf the others' (more than 20x apart)."""
+    v = values[values > 0]
+    if len(v) and v.max() / v.min() > 20:
+        ax.set_yscale("log")
+
+
 def error_curves(frame: pd.DataFrame, task: str, out_dir: Path, metrics: tuple[str, ...]) -> list[Path]:
     """Error against the condition level (missing rate, noise beta): a line per model, a panel per
     dataset and metric; points are means over replicates, bars their std."""
@@ -47,6 +54,7 @@ def error_curves(frame: pd.DataFrame, task: str, out_dir: Path, metrics: tuple[s
                 ax.errorbar(stats["x"], stats["mean"], yerr=stats["std"].fillna(0), marker="o", ms=3,
                             capsize=2, label=model)
             ax.set_title(f"{ds}")
+            _log_if_wide(ax, per[per["dataset"] == ds][metric])
             ax.set_xlabel({"imputation": "missing rate (%)", "noise": "noise level beta"}[task])
             ax.set_ylabel(f"{metric.upper()} (normalised)")
             ax.grid(alpha=0.3)

@@ -179,10 +179,15 @@ def classification_table(frame: pd.DataFrame, budget: str = "budget=100%", model
     avg = Column("Average", "Macro-AUROC", higher_is_better=True)
     columns.append(avg)
     for model in models:
-        means = [entries[(model, Column(ds, "Macro-AUROC", True))].mean for ds in datasets
-                 if (model, Column(ds, "Macro-AUROC", True)) in entries]
-        if len(means) == len(datasets) and np.all(np.isfinite(means)):
-            entries[(model, avg)] = Entry(float(np.mean(means)), float("nan"), len(means), len(datasets), "ok")
+        per_ds = [entries.get((model, Column(ds, "Macro-AUROC", True))) for ds in datasets]
+        if any(e is None for e in per_ds):
+            continue
+        bad = [e.status for e in per_ds if e.status != "ok" or not np.isfinite(e.mean)]
+        if bad:
+            entries[(model, avg)] = Entry(np.nan, np.nan, 0, len(datasets), bad[0] if bad[0] != "ok" else "error")
+        else:
+            entries[(model, avg)] = Entry(float(np.mean([e.mean for e in per_ds])), float("nan"), len(per_ds),
+                                          len(datasets), "ok")
     notes = tuple(sorted({n for d in rows["details"] if isinstance(d, str) and d
                           for n in _notes(d)}))
     caption = (f"Linear-probe classification ({budget.split('=')[-1]} of the training labels): Macro-F1 and "
