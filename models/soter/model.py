@@ -130,6 +130,11 @@ class SoterModel(nn.Module):
         return per_row.view(b, c, -1).mean(1)
 
     # -- training objective ------------------------------------------------------------------------
+    def forward(self, values: torch.Tensor, timestamps: torch.Tensor, target: torch.Tensor,
+                target_time: torch.Tensor, mask: torch.Tensor, controlled: bool) -> torch.Tensor:
+        """The pre-training loss (so that DistributedDataParallel can wrap the model)."""
+        return self.next_step_loss(values, timestamps, target, target_time, mask, controlled)
+
     def next_step_loss(self, values: torch.Tensor, timestamps: torch.Tensor, target: torch.Tensor,
                        target_time: torch.Tensor, mask: torch.Tensor, controlled: bool) -> torch.Tensor:
         """Huber loss of the prediction at the next timestamp (the pre-training target), plus the

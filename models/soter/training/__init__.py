@@ -1,0 +1,1 @@
+"""SOTER pre-training: corpus preprocessing, a resumable sampler, and the (torchrun) trainer."""

@@ -1,0 +1,59 @@
+"""Every training value as a field, with the paper's value as default (docs/soter-training.md)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    model: str = "soter-small"  # a preset name of models.soter.config
+    corpus: str = "corpus"  # folder written by `build_corpus`
+    out: str = "runs/soter"  # checkpoints, logs, figure
+    steps: int = 1000  # total optimisation steps (the cosine spans them)
+    batch_size: int = 8  # per rank
+    grad_accum: int = 1
+    max_length: int = 512  # context tokens; the window has one more sample, the target
+    min_length: int = 64  # shorter recordings are skipped
+    lr: float = 3e-4
+    betas: tuple[float, float] = (0.9, 0.95)
+    eps: float = 1e-8
+    weight_decay: float = 0.01
+    warmup_steps: int = 20
+    missing_prob: float = 0.5  # per step: the fair coin between the two regimes
+    missing_rate: float = 0.15  # share of context points masked in the missingness regime
+    bf16: bool = True  # autocast on CUDA only
+    seed: int = 42
+    log_every: int = 10
+    checkpoint_every: int = 200
+    exposure_marks: tuple[float, ...] = (0.1, 0.25, 0.5, 0.75, 1.0)  # checkpoints kept for the exposure study
+    eval_every: int = 100
+    eval_dataset: str = ""  # registered name or folder for the quick evaluation ("" = none)
+    eval_samples: int = 32
+    eval_context: int = 128
+    eval_horizon: int = 64
+    eval_seed: int = 123
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.batch_size < 1 or self.grad_accum < 1:
+            raise ValueError("steps, batch_size and grad_accum must be >= 1")
+        if not 0 <= self.missing_prob <= 1 or not 0 <= self.missing_rate < 1:
+            raise ValueError("missing_prob must be in [0, 1] and missing_rate in [0, 1)")
+        if self.min_length > self.max_length:
+            raise ValueError("min_length must not exceed max_length")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown training config field(s) {unknown}")
+        data = dict(data)
+        for key in ("betas", "exposure_marks"):
+            if key in data:
+                data[key] = tuple(data[key])
+        return cls(**data)

@@ -1,0 +1,181 @@
+"""The pre-training loop: one process or many (torchrun + DistributedDataParallel).
+
+Per step: the sampler's batch for this rank (one dataset per step, a seeded regime coin:
+full history with z = 0, or 15 % of the context masked, zero-filled, with the spline control),
+the next-timestamp Huber loss, gradient accumulation, AdamW, linear warmup then cosine decay.
+Checkpoints hold the model (safetensors), optimizer, scheduler, step and RNG state; they are
+written to a temporary folder and renamed, so a crash never leaves a half checkpoint, and a
+resumed run continues exactly (the sampler is a pure function of the step).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from contextlib import nullcontext
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from models.soter.config import preset
+from models.soter.io import CheckpointError, from_pretrained, save_pretrained
+from models.soter.model import SoterModel
+from models.soter.training.config import TrainConfig
+from models.soter.training.corpus import open_corpus
+from models.soter.training.sampler import Batch, WindowSampler
+
+STATE_FILE = "trainer_state.pt"
+
+
+def lr_factor(step: int, warmup: int, total: int) -> float:
+    """Linear warmup over ``warmup`` steps, then cosine from 1 to 0 over the remaining steps."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+def batch_loss(module: torch.nn.Module, batch: Batch, device: torch.device) -> torch.Tensor:
+    """The model's forward is the next-timestamp loss; ``module`` may be the DDP wrapper."""
+    values = torch.as_tensor(batch.values, device=device)
+    times = torch.as_tensor(batch.times, device=device)
+    mask = torch.as_tensor(batch.observed, device=device)
+    return module(values[..., :-1], times[:, :-1], values[..., -1], times[:, -1], mask, batch.missing_regime)
+
+
+class Trainer:
+    def __init__(self, cfg: TrainConfig, device: str | None = None) -> None:
+        self.cfg = cfg
+        self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        if self.world_size > 1 and not dist.is_initialized():
+            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        if device is None:
+            device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device)
+        torch.manual_seed(cfg.seed)
+        self.model = SoterModel(preset(cfg.model)).to(self.device)
+        self.module: torch.nn.Module = self.model
+        if self.world_size > 1:
+            self.module = torch.nn.parallel.DistributedDataParallel(
+                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
+                                     weight_decay=cfg.weight_decay)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: lr_factor(s, cfg.warmup_steps, cfg.steps))
+        self.sampler = WindowSampler(open_corpus(Path(cfg.corpus)), cfg.max_length, cfg.batch_size, cfg.seed,
+                                     cfg.missing_prob, cfg.missing_rate, self.rank, self.world_size)
+        self.step = 0
+        self.out = Path(cfg.out)
+
+    # -- one optimisation step -------------------------------------------------------------------
+    def train_step(self) -> float:
+        cfg = self.cfg
+        self.module.train()
+        self.opt.zero_grad(set_to_none=True)
+        total = 0.0
+        self.last_tokens = 0
+        autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if cfg.bf16 and self.device.type == "cuda"
+                    else nullcontext())
+        for micro in range(cfg.grad_accum):
+            batch = self.sampler.batch(self.step, micro)
+            self.last_tokens += batch.observed.size * self.world_size  # B x C x L, all ranks
+            sync = (nullcontext() if micro == cfg.grad_accum - 1 or self.world_size == 1
+                    else self.module.no_sync())
+            with sync, autocast:
+                loss = batch_loss(self.module, batch, self.device)
+                (loss / cfg.grad_accum).backward()
+            total += loss.item() / cfg.grad_accum
+        self.opt.step()
+        self.sched.step()
+        self.step += 1
+        return total
+
+    # -- checkpoints ------------------------------------------------------------------------------
+    def save(self, name: str | None = None) -> Path:
+        if self.rank != 0:
+            return self.out
+        self.out.mkdir(parents=True, exist_ok=True)
+        final = self.out / (name or f"checkpoint-{self.step:08d}")
+        tmp = Path(tempfile.mkdtemp(dir=self.out, prefix=".tmp-"))
+        save_pretrained(self.model, tmp)
+        # plain tensors and numbers only, so the state loads with torch.load(weights_only=True)
+        torch.save({"step": self.step, "optimizer": self.opt.state_dict(), "scheduler": self.sched.state_dict(),
+                    "torch_rng": torch.get_rng_state(), "config": json.dumps(self.cfg.to_dict())}, tmp / STATE_FILE)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        (self.out / "latest").write_text(final.name)
+        return final
+
+    def resume(self, path: Path | None = None) -> bool:
+        """Continue from ``path`` or the latest checkpoint in ``out``; False when there is none."""
+        if path is None:
+            pointer = self.out / "latest"
+            if not pointer.is_file():
+                return False
+            path = self.out / pointer.read_text().strip()
+        path = Path(path)
+        state_file = path / STATE_FILE
+        try:
+            state = torch.load(state_file, map_location="cpu", weights_only=True)
+        except FileNotFoundError as exc:
+            raise CheckpointError(f"{state_file}: missing trainer state") from exc
+        except Exception as exc:  # a truncated or corrupt file
+            raise CheckpointError(f"{state_file}: unreadable trainer state ({type(exc).__name__}: {exc})") from exc
+        loaded = from_pretrained(path)
+        if loaded.config != self.model.config:
+            raise CheckpointError(f"{path / 'config.json'}: the checkpoint's model config differs from this run's")
+        self.model.load_state_dict(loaded.state_dict())
+        self.opt.load_state_dict(state["optimizer"])
+        self.sched.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["torch_rng"])
+        self.step = int(state["step"])
+        return True
+
+    # -- the loop -------------------------------------------------------------------------------------
+    def fit(self, log=print) -> None:
+        cfg = self.cfg
+        marks = {max(1, round(m * cfg.steps)): m for m in cfg.exposure_marks}
+        started, first_step, tokens = time.perf_counter(), self.step, 0
+        log_file = self.out / "train_log.csv"
+        while self.step < cfg.steps:
+            loss = self.train_step()
+            tokens += self.last_tokens
+            if self.step % cfg.log_every == 0 or self.step == cfg.steps:
+                elapsed = max(time.perf_counter() - started, 1e-9)
+                rate = (self.step - first_step) / elapsed
+                row = {"step": self.step, "loss": loss, "lr": self.sched.get_last_lr()[0], "steps_per_s": rate,
+                       "tokens_per_s": tokens / elapsed, "eta_s": (cfg.steps - self.step) / max(rate, 1e-9)}
+                if self.rank == 0:
+                    _append_csv(log_file, row)
+                    log(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
+            if self.step in marks:
+                self.save(f"exposure-{int(round(100 * marks[self.step])):03d}")
+            if self.step % cfg.checkpoint_every == 0 or self.step == cfg.steps:
+                self.save()
+            if cfg.eval_dataset and (self.step % cfg.eval_every == 0 or self.step == cfg.steps) and self.rank == 0:
+                from models.soter.training.quick_eval import quick_eval
+
+                _append_csv(self.out / "quick_eval.csv", {"step": self.step, **quick_eval(self.model, cfg)})
+        if cfg.eval_dataset and self.rank == 0:
+            from models.soter.training.quick_eval import plot_log
+
+            plot_log(self.out)
+
+
+def _append_csv(path: Path, row: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = not path.exists()
+    with open(path, "a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(row))
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
+
+

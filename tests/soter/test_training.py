@@ -1,0 +1,159 @@
+"""Pre-training on CPU: learning, exact resume, DDP equivalence, corpus guards, checkpoint errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from models.soter.io import CheckpointError, from_pretrained
+from models.soter.training import corpus as corpus_mod
+from models.soter.training.config import TrainConfig
+from models.soter.training.corpus import CorpusError, open_corpus, synthetic_stream, wfdb_datasets, write_dataset
+from models.soter.training.sampler import WindowSampler
+from models.soter.training.trainer import Trainer, batch_loss, lr_factor
+
+REPO = Path(__file__).resolve().parents[2]
+WFDB = REPO.parent / "shared" / "data" / "wfdb"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("corpus")
+    write_dataset(synthetic_stream(n_subjects=2, seconds_per_state=6, seed=1000), path)
+    return path
+
+
+def _cfg(corpus: Path, out: Path, **kw) -> TrainConfig:
+    base = dict(model="soter-tiny", corpus=str(corpus), out=str(out), steps=4, batch_size=2, max_length=48,
+                min_length=16, warmup_steps=2, log_every=1, checkpoint_every=2, eval_every=1000, seed=42)
+    return TrainConfig(**{**base, **kw})
+
+
+def test_a_few_steps_lower_the_loss_on_a_fixed_batch(corpus, tmp_path):
+    trainer = Trainer(_cfg(corpus, tmp_path, lr=3e-3))
+    batch = trainer.sampler.batch(0)
+    opt = torch.optim.AdamW(trainer.model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(25):
+        opt.zero_grad()
+        loss = batch_loss(trainer.model, batch, trainer.device)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_schedule_warms_up_then_decays():
+    assert lr_factor(0, 20, 100) == pytest.approx(1 / 20) and lr_factor(19, 20, 100) == 1.0
+    assert lr_factor(60, 20, 100) == pytest.approx(0.5) and lr_factor(100, 20, 100) == pytest.approx(0.0)
+
+
+def test_sampler_is_a_pure_function_of_the_step_and_shards_by_rank(corpus):
+    ds = open_corpus(corpus)
+    one = WindowSampler(ds, 48, 4, seed=1)
+    a, b = one.batch(7), one.batch(7)
+    assert (a.values == b.values).all() and a.missing_regime == b.missing_regime
+    halves = [WindowSampler(ds, 48, 2, seed=1, rank=r, world_size=2).batch(7) for r in (0, 1)]
+    assert (torch.cat([torch.as_tensor(h.values) for h in halves]).numpy() == a.values).all()
+    assert a.values.shape == (4, 4, 49) and a.observed.shape == (4, 4, 48)
+
+
+def test_resume_continues_bit_identically(corpus, tmp_path):
+    straight = Trainer(_cfg(corpus, tmp_path / "a"))
+    straight.fit(log=lambda m: None)
+    half = Trainer(_cfg(corpus, tmp_path / "b"))
+    half.train_step()
+    half.train_step()
+    half.save()
+    resumed = Trainer(_cfg(corpus, tmp_path / "b"))
+    assert resumed.resume() and resumed.step == 2
+    resumed.fit(log=lambda m: None)
+    for (k, v), (_, w) in zip(straight.model.state_dict().items(), resumed.model.state_dict().items()):
+        assert torch.equal(v, w), k
+    assert (tmp_path / "a" / "exposure-100").is_dir() and (tmp_path / "a" / "train_log.csv").is_file()
+
+
+def test_two_gloo_processes_equal_one_process_on_the_combined_batch(corpus, tmp_path):
+    # Adam's first step is about lr * sign(g): gradient entries near zero flip sign under float
+    # reordering, so with eps = 1 the update is made linear in the (rank-averaged) gradient and
+    # the parameter changes of one step are compared.
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    common = ["fit", "--corpus", str(corpus), "--model", "soter-tiny", "--steps", "1", "--max-length", "48",
+              "--min-length", "16", "--warmup-steps", "1", "--checkpoint-every", "1", "--log-every", "1",
+              "--lr", "1.0", "--eps", "1.0", "--weight-decay", "0.0"]
+    single = subprocess.run([sys.executable, "-m", "models.soter.training.train", *common, "--batch-size", "4",
+                             "--out", str(tmp_path / "one")], env=env, capture_output=True, text=True, timeout=300)
+    assert single.returncode == 0, single.stderr
+    ddp = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+                          "29533", "-m", "models.soter.training.train", *common, "--batch-size", "2",
+                          "--out", str(tmp_path / "two")], env=env, capture_output=True, text=True, timeout=300)
+    assert ddp.returncode == 0, ddp.stderr[-3000:]
+    from models.soter.config import preset
+    from models.soter.model import SoterModel
+
+    torch.manual_seed(42)
+    init = SoterModel(preset("soter-tiny")).state_dict()
+    a = from_pretrained(tmp_path / "one" / "checkpoint-00000001").state_dict()
+    b = from_pretrained(tmp_path / "two" / "checkpoint-00000001").state_dict()
+    moved = 0
+    for k in init:
+        da, db = (a[k] - init[k]).double(), (b[k] - init[k]).double()
+        # float tolerance on each tensor's update as a whole (near-zero entries make elementwise
+        # relative checks meaningless)
+        assert (da - db).norm() <= 1e-4 * da.norm() + 1e-9, k
+        moved += int(da.abs().max() > 1e-6)
+    assert moved > len(init) // 2  # the step really changed the model
+
+
+def test_evaluation_data_is_refused(tmp_path, monkeypatch):
+    from protocols.data import Dataset
+    from protocols.datasets import synthetic
+
+    small = synthetic.generate(synthetic.SyntheticCohortConfig(n_subjects=2, seconds_per_state=5))
+    with pytest.raises(CorpusError, match="evaluation dataset"):
+        write_dataset(small, tmp_path)  # by name
+    renamed = Dataset("innocent", small.channels, small.recordings, small.sampling_rate, small.label_names)
+    monkeypatch.setattr(synthetic, "load_synthetic_cohort", lambda **_: small)
+    with pytest.raises(CorpusError, match="embedded evaluation cohort"):
+        write_dataset(renamed, tmp_path)  # by content
+    with pytest.raises(CorpusError, match="seeds start at 1000"):
+        synthetic_stream(seed=0)
+    if WFDB.is_dir():
+        with pytest.raises(CorpusError, match="MIT-BIH record 100"):
+            wfdb_datasets(WFDB, exclude=())
+    bad = tmp_path / "c" / "mitbih"
+    bad.mkdir(parents=True)
+    (bad / "index.json").write_text('{"name": "mitbih"}')
+    with pytest.raises(CorpusError, match="evaluation dataset 'mitbih' found in the corpus"):
+        open_corpus(tmp_path / "c")
+
+
+@pytest.mark.skipif(not WFDB.is_dir(), reason="../shared/data/wfdb is not beside this checkout")
+def test_real_wfdb_records_enter_the_corpus_without_record_100(tmp_path):
+    datasets = wfdb_datasets(WFDB)
+    assert {d.name for d in datasets} == {"wfdb-03700181", "wfdb-a103l", "wfdb-s0010_re"}
+    write_dataset(datasets[0], tmp_path)
+    [opened] = open_corpus(tmp_path)
+    assert opened.values.shape[0] == len(datasets[0].channels)
+
+
+def test_corrupt_checkpoint_is_a_clear_error(corpus, tmp_path):
+    trainer = Trainer(_cfg(corpus, tmp_path))
+    trainer.train_step()
+    path = trainer.save()
+    state = path / "trainer_state.pt"
+    state.write_bytes(state.read_bytes()[:50])
+    with pytest.raises(CheckpointError, match="trainer_state.pt: unreadable"):
+        Trainer(_cfg(corpus, tmp_path)).resume()
+    other = Trainer(_cfg(corpus, tmp_path / "x", model="soter-small"))
+    with pytest.raises(CheckpointError):
+        other.resume(path)
+
+
+def test_corpus_module_never_loads_everything():
+    assert "mmap_mode" in Path(corpus_mod.__file__).read_text()
