@@ -52,6 +52,10 @@ def _parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help="list datasets, models and tasks")
     lst.add_argument("what", nargs="?", choices=("datasets", "models", "tasks", "all"), default="all")
 
+    from harness import data_cli
+
+    data_cli.add_parser(sub)
+
     table = sub.add_parser("table", help="re-render a task's table from recorded results")
     table.add_argument("task", choices=TASKS)
     table.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder holding records.csv")
@@ -66,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
             return _run(args)
         if args.command == "list":
             return _list(args.what)
+        if args.command == "data":
+            from harness import data_cli
+
+            return data_cli.run(args)
         return _table(args)
     except BrokenPipeError:  # output piped into e.g. `head`
         return 0

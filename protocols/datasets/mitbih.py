@@ -1,0 +1,52 @@
+"""MIT-BIH Arrhythmia Database (PhysioNet `mitdb` 1.0.0, ODC-By): 48 half-hour two-lead ECG
+records at 360 Hz, read with `wfdb` in physical units (mV).
+
+Subjects: one per record, except records 201 and 202, which come from one person (subject
+"201"), so they always fall in the same LOSO fold.  Channels: the first lead is MLII in 45
+records, the second varies (V1, V2, V4, V5); the default exposes them as ``lead1``/``lead2``
+(the paper's two channels) and keeps each record's lead names in the metadata.  Our reading of
+the paper (all 48 records, both leads, no resampling) is a guess where the paper is silent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from protocols.data import Dataset, DatasetError, Recording
+
+SAME_PERSON = {"202": "201"}
+RECORDS = tuple(str(r) for r in [*range(100, 110), *range(111, 120), 121, 122, 123, 124, 200, 201, 202, 203,
+                                 205, 207, 208, 209, 210, 212, 213, 214, 215, 217, 219, 220, 221, 222, 223, 228,
+                                 230, 231, 232, 233, 234])
+
+
+def load(root: Path, records: tuple[str, ...] | None = None) -> Dataset:
+    """Records under ``root/mitbih`` (or ``root`` itself when it holds the .hea files)."""
+    import wfdb
+
+    root = Path(root)
+    folder = root / "mitbih" if (root / "mitbih").is_dir() else root
+    if not folder.is_dir():
+        raise DatasetError(f"MIT-BIH folder {folder} does not exist; `python -m harness data download mitbih "
+                           f"--root {root}` fetches it")
+    names = records or tuple(r for r in RECORDS if (folder / f"{r}.hea").is_file())
+    if not names:
+        raise DatasetError(f"{folder}: no MIT-BIH record (.hea/.dat) found")
+    recs, leads = [], {}
+    for name in names:
+        base = folder / name
+        if not (folder / f"{name}.hea").is_file():
+            raise DatasetError(f"{base}.hea: missing MIT-BIH record header")
+        try:
+            rec = wfdb.rdrecord(str(base))
+        except Exception as exc:  # wfdb raises many types for truncated or corrupt files
+            raise DatasetError(f"{base}: unreadable WFDB record ({type(exc).__name__}: {exc})") from exc
+        if rec.p_signal is None or rec.p_signal.shape[1] != 2:
+            raise DatasetError(f"{base}: expected 2 ECG leads, found {rec.n_sig}")
+        values = np.asarray(rec.p_signal, dtype=np.float64).T
+        leads[name] = list(rec.sig_name)
+        recs.append(Recording(SAME_PERSON.get(name, name), name, values, np.arange(values.shape[1]) / rec.fs))
+    return Dataset("mitbih", ("lead1", "lead2"), tuple(recs), 360.0, None,
+                   "MIT-BIH Arrhythmia Database, two ECG leads at 360 Hz", {"leads": leads, "folder": str(folder)})
