@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -10,59 +11,92 @@ def add_parser(subparsers) -> None:
     data = subparsers.add_parser("data", help="download, check and describe datasets")
     sub = data.add_subparsers(dest="data_command", required=True)
     dl = sub.add_parser("download", help="fetch an open PhysioNet dataset (resumable, SHA-256 verified)")
-    dl.add_argument("name")
-    dl.add_argument("--root", type=Path, required=True)
+    dl.add_argument("name", help="mitbih, heartrate (raw bidmc), scientisst-move, mmash, wdd; ieee-ppg: instructions")
+    dl.add_argument("--root", type=Path, required=True, help="data root; the dataset goes to ROOT/NAME")
     dl.add_argument("--base-url", default=None, help="mirror of https://physionet.org (tests use a local server)")
-    ck = sub.add_parser("check", help="which files are present, missing or corrupt")
+    dl.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    ck = sub.add_parser("check", help="which expected files are present, missing or corrupt")
     ck.add_argument("name")
     ck.add_argument("--root", type=Path, required=True)
     st = sub.add_parser("stats", help="the paper's dataset table: type, channels, NPE")
-    st.add_argument("--data-root", type=Path, default=None)
+    st.add_argument("--data-root", type=Path, default=None, help="default: $SOTER_BENCH_DATA")
     st.add_argument("--dataset", nargs="+", default=[], metavar="NAME|PATH",
-                    help="datasets to describe (default: the embedded cohort and every dataset under --data-root)")
+                    help="datasets to describe (default: the embedded cohort and every paper dataset present "
+                         "under the data root)")
+    st.add_argument("--npe-order", type=int, default=None, help="permutation order (default: protocols.npe.ORDER)")
+    st.add_argument("--npe-delay", type=int, default=None, help="embedding delay (default: protocols.npe.DELAY)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from protocols.datasets.download import PHYSIONET, check, download
-
     if args.data_command == "download":
-        files = download(args.name, args.root, base=args.base_url or PHYSIONET)
-        print(f"{args.name}: {len(files)} files verified under {args.root / args.name}")
-        return 0
+        return _download(args)
     if args.data_command == "check":
-        report = check(args.name, args.root)
-        for key in ("present", "missing", "corrupt"):
-            print(f"{key}: {len(report[key])}" + (f"  {', '.join(report[key][:10])}" if key != "present" else ""))
-        return 0 if not (report["missing"] or report["corrupt"]) else 1
+        return _check(args)
     return _stats(args)
+
+
+def _download(args: argparse.Namespace) -> int:
+    from protocols.datasets.download import HEARTRATE_TS_NOTE, MANUAL, PHYSIONET, download, source_name
+
+    name = source_name(args.name)
+    if name in MANUAL:
+        print(MANUAL[name].replace("ROOT", str(args.root)))
+        return 0
+    files = download(name, args.root, base=args.base_url or PHYSIONET, show_progress=not args.no_progress)
+    print(f"{name}: {len(files)} files verified (SHA-256) under {args.root / name}")
+    if name == "heartrate":
+        print(HEARTRATE_TS_NOTE)
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from protocols.datasets.check import check_dataset
+
+    report = check_dataset(args.name, args.root)
+    print(f"{report.dataset}: checked against {report.how}")
+    for key in ("present", "missing", "corrupt"):
+        files = getattr(report, key)
+        shown = "" if key == "present" or not files else "  " + ", ".join(files[:20]) + (" ..." if len(files) > 20 else "")
+        print(f"  {key}: {len(files)}{shown}")
+    for file, why in report.problems.items():
+        print(f"  {file}: {why}")
+    if not report.ok:
+        print(f"{report.dataset}: incomplete; `python -m harness data download {report.dataset} --root {args.root}` "
+              "fetches what is missing or corrupt", file=sys.stderr)
+    return 0 if report.ok else 1
 
 
 def _stats(args: argparse.Namespace) -> int:
     from protocols.data import DatasetError
     from protocols.datasets import all_datasets, load_dataset, resolve_data_root
-    from protocols.npe import dataset_npe
+    from protocols.datasets.paper import PAPER_DATASETS
+    from protocols.npe import DELAY, ORDER, dataset_npe
 
+    order = args.npe_order or ORDER
+    delay = args.npe_delay or DELAY
     root = resolve_data_root(args.data_root)
     names = list(args.dataset)
     if not names:
         names = [n for n, s in all_datasets().items() if not s.needs_root]
         if root is not None:
-            names += [n for n, s in all_datasets().items() if s.needs_root]
+            names += [n for n in PAPER_DATASETS if (root / n).is_dir()]
+            names += [n for n, s in all_datasets().items()
+                      if s.needs_root and n not in PAPER_DATASETS and (root / n).is_dir()]
     rows = []
     for name in names:
         try:
             ds = load_dataset(name, data_root=root)
-        except DatasetError as exc:
-            if args.dataset:
+            npe = dataset_npe([r.values for r in ds.recordings], order, delay)
+        except (DatasetError, ValueError) as exc:
+            if args.dataset:  # asked for by name: its failure is the answer
                 raise
-            print(f"skipped {name}: {exc}")
+            print(f"skipped {name}: {exc}", file=sys.stderr)
             continue
         c = len(ds.channels)
-        rows.append((ds.name, "SC" if c == 1 else "MC", c, dataset_npe([r.values for r in ds.recordings]),
-                     len(ds.subjects)))
+        rows.append((ds.name, "SC" if c == 1 else "MC", c, npe, len(ds.subjects)))
     print(f"{'Dataset':<24} {'Type':<5} {'#Channels':>9} {'NPE':>6} {'#Subjects':>9}")
     for name, kind, c, npe, subjects in rows:
         print(f"{name:<24} {kind:<5} {c:>9} {npe:>6.3f} {subjects:>9}")
-    print("NPE: normalised permutation entropy, order 4, delay 1, mean over channels and recordings "
-          "(first 20,000 samples of each), see protocols/npe.py")
+    print(f"NPE: normalised permutation entropy, order {order}, delay {delay}, mean over every channel of every "
+          "recording (missing samples skipped); parameters are our choice, see protocols/npe.py")
     return 0

@@ -4,8 +4,14 @@ records at 360 Hz, read with `wfdb` in physical units (mV).
 Subjects: one per record, except records 201 and 202, which come from one person (subject
 "201"), so they always fall in the same LOSO fold.  Channels: the first lead is MLII in 45
 records, the second varies (V1, V2, V4, V5); the default exposes them as ``lead1``/``lead2``
-(the paper's two channels) and keeps each record's lead names in the metadata.  Our reading of
-the paper (all 48 records, both leads, no resampling) is a guess where the paper is silent.
+(the paper's two channels) and keeps each record's lead names in ``metadata["leads"]``
+(records 102 and 104 have V5/V2 and 114 has V5/MLII, so ``lead1`` is not MLII everywhere).
+``channels=("lead1",)`` keeps one lead.  Our reading of the paper (all 48 records, both leads, no
+resampling, no annotations used) is a guess where the paper is silent.
+
+Layout: ``ROOT/mitbih/NNN.{hea,dat,atr}`` as PhysioNet publishes it (``ROOT`` itself may hold the
+files too).  A folder holding one record loads as a one-subject dataset; leave-one-subject-out then
+refuses it (``protocols.splits.loso_folds``: at least two subjects).
 """
 
 from __future__ import annotations
@@ -22,10 +28,18 @@ RECORDS = tuple(str(r) for r in [*range(100, 110), *range(111, 120), 121, 122, 1
                                  230, 231, 232, 233, 234])
 
 
-def load(root: Path, records: tuple[str, ...] | None = None) -> Dataset:
+CHANNELS = ("lead1", "lead2")
+
+
+def load(root: Path, records: tuple[str, ...] | None = None, channels: tuple[str, ...] = CHANNELS) -> Dataset:
     """Records under ``root/mitbih`` (or ``root`` itself when it holds the .hea files)."""
     import wfdb
 
+    channels = tuple(channels)
+    bad = [c for c in channels if c not in CHANNELS] or ([] if channels else ["(none)"])
+    if bad:
+        raise DatasetError(f"mitbih: unknown channel(s) {bad}; channels: {list(CHANNELS)}")
+    rows = [CHANNELS.index(c) for c in channels]
     root = Path(root)
     folder = root / "mitbih" if (root / "mitbih").is_dir() else root
     if not folder.is_dir():
@@ -45,8 +59,10 @@ def load(root: Path, records: tuple[str, ...] | None = None) -> Dataset:
             raise DatasetError(f"{base}: unreadable WFDB record ({type(exc).__name__}: {exc})") from exc
         if rec.p_signal is None or rec.p_signal.shape[1] != 2:
             raise DatasetError(f"{base}: expected 2 ECG leads, found {rec.n_sig}")
-        values = np.asarray(rec.p_signal, dtype=np.float64).T
+        if rec.fs != 360:
+            raise DatasetError(f"{base}: sampled at {rec.fs} Hz, MIT-BIH records are 360 Hz")
+        values = np.asarray(rec.p_signal, dtype=np.float64).T[rows]
         leads[name] = list(rec.sig_name)
         recs.append(Recording(SAME_PERSON.get(name, name), name, values, np.arange(values.shape[1]) / rec.fs))
-    return Dataset("mitbih", ("lead1", "lead2"), tuple(recs), 360.0, None,
+    return Dataset("mitbih", channels, tuple(recs), 360.0, None,
                    "MIT-BIH Arrhythmia Database, two ECG leads at 360 Hz", {"leads": leads, "folder": str(folder)})

@@ -1,0 +1,105 @@
+"""`data stats`: the paper's dataset table for what is present, the embedded cohort and user folders."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness import data_cli
+from protocols.data import DatasetError
+from protocols.npe import dataset_npe
+from tests.conftest import make_dataset
+
+WFDB = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "wfdb"
+needs_wfdb = pytest.mark.skipif(not (WFDB / "100.hea").is_file(),
+                                reason=f"real WFDB records not found at {WFDB} (../shared/data/wfdb beside the checkout)")
+
+
+def _cli(*argv: str) -> int:
+    parser = argparse.ArgumentParser()
+    data_cli.add_parser(parser.add_subparsers(dest="command"))
+    return data_cli.run(parser.parse_args(["data", *argv]))
+
+
+def _rows(out: str) -> dict[str, list[str]]:
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Dataset"))
+    return {line.split()[0]: line.split()[1:] for line in lines[start + 1:] if not line.startswith("NPE:")}
+
+
+@pytest.fixture()
+def small_cohort(monkeypatch):
+    """The embedded cohort stand-in: generating the real one takes ~35 s."""
+    import protocols.datasets.synthetic as synthetic
+
+    ds = make_dataset(n_subjects=3, n_samples=300, channels=("ECG", "PPG", "RSP", "EDA"), name="synthetic-cohort")
+    monkeypatch.setattr(synthetic, "load_synthetic_cohort", lambda **options: ds)
+    return ds
+
+
+@needs_wfdb
+def test_stats_on_record_100_prints_two_channels_and_its_npe(capsys):
+    import wfdb
+
+    assert _cli("stats", "--dataset", "mitbih", "--data-root", str(WFDB)) == 0
+    out = capsys.readouterr().out
+    expected = dataset_npe([wfdb.rdrecord(str(WFDB / "100")).p_signal.T])
+    assert _rows(out)["mitbih"] == ["MC", "2", f"{expected:.3f}", "1"]
+    assert "order 4, delay 1" in out
+
+
+def _user_folder(path: Path) -> Path:
+    path.mkdir()
+    (path / "dataset.toml").write_text('name = "my-study"\nchannels = ["a"]\n'
+                                       '[[recordings]]\nfile = "p1.csv"\nsubject = "p1"\n')
+    t = np.arange(200) / 10
+    (path / "p1.csv").write_text("time,a\n" + "".join(f"{x},{x * x}\n" for x in t))  # monotone: NPE 0
+    return path
+
+
+def test_stats_lists_the_cohort_every_present_dataset_and_user_folders(tmp_path, small_cohort, capsys):
+    root = tmp_path / "data"
+    (root / "heartrate").mkdir(parents=True)
+    series = np.arange(40.0).reshape(2, 20)
+    (root / "heartrate" / "BIDMC32HR_TRAIN.ts").write_text(
+        "@problemName BIDMC32HR\n@targetlabel true\n@data\n"
+        + "".join(",".join(map(str, s)) + ":70\n" for s in series) + "10,9,8,7,6,5:60\n")
+    (root / "wdd").mkdir()  # present but empty: skipped with the reason
+    assert _cli("stats", "--data-root", str(root)) == 0
+    captured = capsys.readouterr()
+    rows = _rows(captured.out)
+    assert list(rows) == ["synthetic-cohort", "heartrate"]
+    cohort_npe = dataset_npe([r.values for r in small_cohort.recordings])
+    assert rows["synthetic-cohort"] == ["MC", "4", f"{cohort_npe:.3f}", "3"]
+    assert rows["heartrate"] == ["SC", "1", "0.000", "1"]  # monotone segments
+    assert "skipped wdd: wdd: no STRESS, AEROBIC or ANAEROBIC folder" in captured.err
+    user = _user_folder(tmp_path / "mine")
+    assert _cli("stats", "--dataset", str(user), "synthetic-cohort", "--npe-order", "3") == 0
+    out = capsys.readouterr().out
+    rows = _rows(out)
+    assert rows["my-study"] == ["SC", "1", "0.000", "1"] and "order 3, delay 1" in out
+    assert rows["synthetic-cohort"][2] == f"{dataset_npe([r.values for r in small_cohort.recordings], 3):.3f}"
+
+
+def test_stats_without_a_data_root_shows_the_cohort_only(small_cohort, capsys, monkeypatch):
+    monkeypatch.delenv("SOTER_BENCH_DATA", raising=False)
+    assert _cli("stats") == 0
+    assert list(_rows(capsys.readouterr().out)) == ["synthetic-cohort"]
+
+
+def test_a_named_dataset_that_fails_is_an_error(tmp_path, small_cohort):
+    with pytest.raises(DatasetError, match="mmash: folder .* does not exist"):
+        _cli("stats", "--dataset", "mmash", "--data-root", str(tmp_path))
+
+
+def test_data_root_from_the_environment(tmp_path, small_cohort, capsys, monkeypatch):
+    (tmp_path / "ieee-ppg").mkdir()
+    from scipy.io import savemat
+
+    savemat(tmp_path / "ieee-ppg" / "DATA_01_TYPE01.mat", {"sig": np.random.default_rng(0).normal(size=(6, 50))})
+    monkeypatch.setenv("SOTER_BENCH_DATA", str(tmp_path))
+    assert _cli("stats") == 0
+    assert _rows(capsys.readouterr().out)["ieee-ppg"][:2] == ["MC", "5"]
