@@ -8,6 +8,7 @@ import http.server
 import io
 import threading
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -135,8 +136,23 @@ def test_check_reports_present_missing_and_corrupt(server, tmp_path, capsys):
     assert _cli("check", "mitbih", "--root", str(tmp_path)) == 1
     out = capsys.readouterr().out
     assert "missing: 1  100.hea" in out and "corrupt: 1  100.atr" in out
-    with pytest.raises(DownloadError, match="SHA256SUMS.txt: not found; download wdd first"):
+    with pytest.raises(DownloadError, match="wdd: not found; download wdd first"):
         check_dataset("wdd", tmp_path)
+
+
+def test_check_without_sums_reads_with_the_loader(tmp_path):
+    """Records placed by hand have no SHA256SUMS.txt: the loader says whether they read."""
+    wfdb_dir = Path(__file__).resolve().parents[2] / "shared" / "data" / "wfdb"
+    if not (wfdb_dir / "100.hea").is_file():
+        pytest.skip(f"real WFDB records not found at {wfdb_dir}")
+    (tmp_path / "mitbih").mkdir()
+    for ext in ("hea", "dat"):
+        (tmp_path / "mitbih" / f"100.{ext}").write_bytes((wfdb_dir / f"100.{ext}").read_bytes())
+    report = check_dataset("mitbih", tmp_path)
+    assert report.ok and report.present == ["100"] and "loader" in report.how
+    (tmp_path / "mitbih" / "100.dat").write_bytes(b"\x00" * 10)  # truncated
+    report = check_dataset("mitbih", tmp_path)
+    assert not report.ok and report.corrupt == ["mitbih"] and "unreadable" in report.problems["mitbih"]
 
 
 def _zip(members: dict[str, bytes]) -> bytes:
