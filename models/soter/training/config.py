@@ -9,6 +9,7 @@ from typing import Any
 @dataclass(frozen=True)
 class TrainConfig:
     model: str = "soter-small"  # a preset name of models.soter.config
+    solver: str = ""  # decoder ODE solver for training (e.g. "rk4"); "" = the preset's (dopri5)
     corpus: str = "corpus"  # folder written by `build_corpus`
     out: str = "runs/soter"  # checkpoints, logs, figure
     steps: int = 1000  # total optimisation steps (the cosine spans them)

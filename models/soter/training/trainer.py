@@ -11,6 +11,7 @@ resumed run continues exactly (the sampler is a pure function of the step).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import os
@@ -60,7 +61,10 @@ class Trainer:
             device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
         torch.manual_seed(cfg.seed)
-        self.model = SoterModel(preset(cfg.model)).to(self.device)
+        model_cfg = preset(cfg.model)
+        if cfg.solver:
+            model_cfg = dataclasses.replace(model_cfg, solver=cfg.solver)
+        self.model = SoterModel(model_cfg).to(self.device)
         self.module: torch.nn.Module = self.model
         if self.world_size > 1:
             self.module = torch.nn.parallel.DistributedDataParallel(
