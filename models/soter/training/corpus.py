@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,27 +101,126 @@ class CorpusDataset:
     lengths: np.ndarray
 
 
+CHUNK = 1 << 20  # samples per normalisation pass: memory stays bounded whatever the corpus size
+
+
+class CorpusWriter:
+    """Streams recordings of many datasets to disk, then normalises each dataset chunk by chunk.
+
+    Per dataset key: raw float32 samples ([N, C], appended as they arrive) and float64 times go to
+    scratch files while a running per-channel min / max is kept; ``close`` writes the final
+    ``values.npy`` ([C, N], MinMax-normalised over the whole dataset), ``times.npy`` and
+    ``index.json``, and renames each folder into place.  Nothing is ever held whole in memory.
+    """
+
+    def __init__(self, corpus: Path) -> None:
+        self.corpus = Path(corpus)
+        self.corpus.mkdir(parents=True, exist_ok=True)
+        self._open: dict[str, dict] = {}
+
+    def add(self, dataset: str, channels: tuple[str, ...], subject: str, name: str,
+            chunks: Iterable[tuple[np.ndarray, np.ndarray]], source: str = "") -> None:
+        """One recording, given as consecutive (values [C, n], times [n]) chunks."""
+        if dataset.split("[")[0].lower() in EVALUATION_DATASETS:
+            raise CorpusError(f"dataset {dataset!r} is an evaluation dataset and must never enter the pre-training "
+                              "corpus")
+        state = self._open.get(dataset)
+        if state is None:
+            tmp = Path(tempfile.mkdtemp(dir=self.corpus, prefix=".tmp-"))
+            state = {"tmp": tmp, "channels": tuple(channels), "values": open(tmp / "values.raw", "wb"),
+                     "times": open(tmp / "times.raw", "wb"), "lo": np.full(len(channels), np.inf),
+                     "hi": np.full(len(channels), -np.inf), "lengths": [], "subjects": [], "names": [],
+                     "sources": set()}
+            self._open[dataset] = state
+        elif state["channels"] != tuple(channels):
+            raise CorpusError(f"dataset {dataset!r}: channels {list(channels)} differ from {list(state['channels'])}")
+        n, last = 0, -np.inf
+        for values, times in chunks:
+            values = np.asarray(values, dtype=np.float64)
+            times = np.asarray(times, dtype=np.float64)
+            if values.ndim != 2 or values.shape != (len(channels), times.shape[0]):
+                raise CorpusError(f"{dataset}/{name}: values {values.shape} do not match {len(channels)} channels x "
+                                  f"{times.shape[0]} times")
+            if times.size == 0:
+                continue
+            if not (np.all(np.diff(times) > 0) and times[0] > last):
+                raise CorpusError(f"{dataset}/{name}: timestamps must be strictly increasing")
+            last = times[-1]
+            with np.errstate(all="ignore"):
+                state["lo"] = np.fmin(state["lo"], np.nanmin(values, axis=1))
+                state["hi"] = np.fmax(state["hi"], np.nanmax(values, axis=1))
+            state["values"].write(np.ascontiguousarray(values.T, dtype=np.float32).tobytes())
+            state["times"].write(times.tobytes())
+            n += times.size
+        if n:
+            state["lengths"].append(n)
+            state["subjects"].append(subject)
+            state["names"].append(name)
+            if source:
+                state["sources"].add(source)
+
+    def close(self) -> list[Path]:
+        out = [self._finish(name, state) for name, state in sorted(self._open.items()) if state["lengths"]]
+        for state in self._open.values():
+            if state["tmp"].exists():
+                state["values"].close(), state["times"].close()
+                shutil.rmtree(state["tmp"])
+        self._open.clear()
+        return out
+
+    def _finish(self, dataset: str, state: dict) -> Path:
+        state["values"].close(), state["times"].close()
+        tmp, channels = state["tmp"], state["channels"]
+        total = int(sum(state["lengths"]))
+        lo = np.where(np.isfinite(state["lo"]), state["lo"], 0.0)
+        hi = np.where(np.isfinite(state["hi"]), state["hi"], 0.0)
+        span = np.where(hi - lo > 0, hi - lo, 1.0)
+        raw = np.memmap(tmp / "values.raw", dtype=np.float32, mode="r", shape=(total, len(channels)))
+        values = np.lib.format.open_memmap(tmp / "values.npy", mode="w+", dtype=np.float32,
+                                           shape=(len(channels), total))
+        for a in range(0, total, CHUNK):
+            block = raw[a:a + CHUNK].T.astype(np.float64)
+            values[:, a:a + CHUNK] = ((block - lo[:, None]) / span[:, None]).astype(np.float32)
+        values.flush()
+        del values, raw
+        raw_t = np.memmap(tmp / "times.raw", dtype=np.float64, mode="r", shape=(total,))
+        times = np.lib.format.open_memmap(tmp / "times.npy", mode="w+", dtype=np.float64, shape=(total,))
+        for a in range(0, total, CHUNK):
+            times[a:a + CHUNK] = raw_t[a:a + CHUNK]
+        times.flush()
+        del times, raw_t
+        (tmp / "values.raw").unlink()
+        (tmp / "times.raw").unlink()
+        lengths = state["lengths"]
+        (tmp / "index.json").write_text(json.dumps({
+            "name": dataset, "channels": list(channels), "lengths": lengths,
+            "starts": np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int).tolist(),
+            "subjects": state["subjects"], "recordings": state["names"],
+            "minimum": lo.tolist(), "maximum": hi.tolist(), "source": "; ".join(sorted(state["sources"]))}, indent=1))
+        final = self.corpus / _folder_name(dataset)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        return final
+
+
+def _folder_name(dataset: str) -> str:
+    """A safe, short folder name; long keys (many channels) keep a prefix plus a hash."""
+    import hashlib
+
+    safe = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in dataset)
+    if len(safe) <= 96:
+        return safe
+    return f"{safe[:80]}-{hashlib.sha1(dataset.encode()).hexdigest()[:12]}"
+
+
 def write_dataset(ds: Dataset, corpus: Path) -> Path:
     """Normalise (per-channel MinMax over the dataset) and write one dataset, atomically."""
     check_not_evaluation(ds)
-    corpus.mkdir(parents=True, exist_ok=True)
-    stacked = np.concatenate([r.values for r in ds.recordings], axis=1)
-    with np.errstate(all="ignore"):
-        lo, hi = np.nanmin(stacked, axis=1), np.nanmax(stacked, axis=1)
-    span = np.where(hi - lo > 0, hi - lo, 1.0)
-    lengths = [r.n_samples for r in ds.recordings]
-    tmp = Path(tempfile.mkdtemp(dir=corpus, prefix=".tmp-"))
-    np.save(tmp / "values.npy", ((stacked - lo[:, None]) / span[:, None]).astype(np.float32))
-    np.save(tmp / "times.npy", np.concatenate([r.timestamps for r in ds.recordings]))
-    (tmp / "index.json").write_text(json.dumps({
-        "name": ds.name, "channels": list(ds.channels), "lengths": lengths,
-        "starts": np.concatenate([[0], np.cumsum(lengths)[:-1]]).tolist(),
-        "minimum": lo.tolist(), "maximum": hi.tolist(), "source": ds.description}, indent=1))
-    final = corpus / ds.name
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-    return final
+    writer = CorpusWriter(corpus)
+    for r in ds.recordings:
+        writer.add(ds.name, ds.channels, r.subject, r.name, [(r.values, r.timestamps)], ds.description or "")
+    return writer.close()[0]
 
 
 def open_corpus(corpus: Path) -> list[CorpusDataset]:

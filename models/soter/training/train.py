@@ -1,7 +1,9 @@
 """`python -m models.soter.training.train build-corpus|fit ...` (also under torchrun).
 
     python -m models.soter.training.train build-corpus --out corpus --synthetic-subjects 20 \\
-        --wfdb ../shared/data/wfdb --folder my_dataset
+        --wfdb ../shared/data/wfdb --folder my_dataset --mimic3wdb /data/mimic3wdb/matched \\
+        --sleep-edf /data/sleep-edfx --ptb-xl /data/ptb-xl --wesad /data/WESAD \\
+        --chapman-ecg /data/ecg-arrhythmia --opensignals biosignalsnotebooks/.../signal_samples
     torchrun --nproc_per_node 8 -m models.soter.training.train fit --corpus corpus --out runs/soter \\
         --model soter-small --steps 100000 --resume
 
@@ -13,10 +15,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 from pathlib import Path
 
 from models.soter.training.config import TrainConfig
+from models.soter.training.sources import READERS
+from models.soter.training.sources.synthetic import DEFAULT_RATES
 
 
 def _add_config_flags(p: argparse.ArgumentParser) -> None:
@@ -41,9 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--synthetic-subjects", type=int, default=20, help="0 for none")
     build.add_argument("--synthetic-seed", type=int, default=1000)
     build.add_argument("--synthetic-seconds", type=float, default=60.0)
+    build.add_argument("--synthetic-rates", type=float, nargs="+", default=list(DEFAULT_RATES),
+                       help="one synthetic dataset per rate; every second one irregularly sampled")
     build.add_argument("--wfdb", type=Path, nargs="*", default=[], help="folders of WFDB records")
     build.add_argument("--exclude", nargs="*", default=["100"], help="WFDB record names to leave out")
     build.add_argument("--folder", type=Path, nargs="*", default=[], help="datasets in the harness folder format")
+    for kind in READERS:
+        build.add_argument(f"--{kind}", type=Path, nargs="*", default=[], metavar="DIR",
+                           help=f"{kind} in its native layout (see models/soter/training/sources/)")
     fit = sub.add_parser("fit", help="train (one process, or one per GPU under torchrun)")
     _add_config_flags(fit)
     fit.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
@@ -62,18 +72,41 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from models.soter.training.corpus import synthetic_stream, wfdb_datasets, write_dataset
+    from models.soter.training.corpus import CorpusWriter, check_not_evaluation, wfdb_datasets
+    from models.soter.training.sources import read_source
+    from models.soter.training.sources import synthetic
     from protocols.datasets.folder import load_folder_dataset
 
-    datasets = []
+    writer = CorpusWriter(args.out)
+    recordings = 0
+
+    def add_dataset(ds) -> None:
+        nonlocal recordings
+        check_not_evaluation(ds)
+        for r in ds.recordings:
+            writer.add(ds.name, ds.channels, r.subject, r.name, [(r.values, r.timestamps)], ds.description or "")
+            recordings += 1
+
     if args.synthetic_subjects:
-        datasets.append(synthetic_stream(args.synthetic_subjects, args.synthetic_seconds, args.synthetic_seed))
+        for rec in synthetic.read(args.synthetic_subjects, args.synthetic_seconds, args.synthetic_seed,
+                                  tuple(args.synthetic_rates)):
+            writer.add(rec.dataset, rec.channels, rec.subject, rec.name, rec.chunks, rec.source)
+            recordings += 1
     for folder in args.wfdb:
-        datasets.extend(wfdb_datasets(folder, tuple(args.exclude)))
+        for ds in wfdb_datasets(folder, tuple(args.exclude)):
+            add_dataset(ds)
     for folder in args.folder:
-        datasets.append(load_folder_dataset(folder))
-    for ds in datasets:
-        print(f"{write_dataset(ds, args.out)}: {len(ds.recordings)} recordings, channels {list(ds.channels)}")
+        add_dataset(load_folder_dataset(folder))
+    for kind in READERS:
+        for root in getattr(args, kind.replace("-", "_")):
+            for rec in read_source(kind, root):
+                writer.add(rec.dataset, rec.channels, rec.subject, rec.name, rec.chunks, rec.source)
+                recordings += 1
+    for folder in writer.close():
+        index = json.loads((folder / "index.json").read_text())
+        print(f"{folder}: {len(index['lengths'])} recordings, {sum(index['lengths']):,} samples, "
+              f"channels {index['channels']}")
+    print(f"{recordings} recordings written to {args.out}")
     return 0
 
 
