@@ -234,3 +234,20 @@ def test_synthetic_stream_varies_rates_and_sampling():
     assert all(r.subject.startswith("seed100") for r in recs)
     again = list(synthetic.read(n_subjects=4, seconds_per_state=5, seed=1000, rates=(32.0, 64.0)))
     np.testing.assert_array_equal(_collect(recs[0])[0], _collect(again[0])[0])
+
+
+def test_sampler_draws_datasets_by_size_unless_uniform(tmp_path):
+    from models.soter.training.sampler import WindowSampler
+
+    w = CorpusWriter(tmp_path)
+    w.add("big", ("x",), "s", "r", [(np.random.default_rng(0).normal(size=(1, 10_000)), np.arange(10_000.0))])
+    w.add("small", ("x",), "s", "r", [(np.random.default_rng(1).normal(size=(1, 200)), np.arange(200.0))])
+    w.close()
+    datasets = open_corpus(tmp_path)
+    by_size = WindowSampler(datasets, 99, 1, seed=0)
+    uniform = WindowSampler(datasets, 99, 1, seed=0, dataset_weighting="uniform")
+    share = np.mean([by_size.batch(s).dataset == "small" for s in range(400)])
+    assert share < 0.05  # 101 of 10,003 window starts
+    assert 0.35 < np.mean([uniform.batch(s).dataset == "small" for s in range(400)]) < 0.65
+    with pytest.raises(ValueError, match="dataset_weighting"):
+        WindowSampler(datasets, 99, 1, seed=0, dataset_weighting="temperature")

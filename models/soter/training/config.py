@@ -22,6 +22,7 @@ class TrainConfig:
     eps: float = 1e-8
     weight_decay: float = 0.01
     warmup_steps: int = 20
+    dataset_weighting: str = "size"  # per-step dataset draw: "size" (by window count) or "uniform"
     missing_prob: float = 0.5  # per step: the fair coin between the two regimes
     missing_rate: float = 0.15  # share of context points masked in the missingness regime
     bf16: bool = True  # autocast on CUDA only

@@ -1,7 +1,9 @@
 """A stateless, seeded window sampler: the batch of step s is a pure function of (seed, s).
 
 Resuming at step s therefore continues exactly.  Each step picks one dataset (a seeded
-schedule shared by all ranks), draws the global batch of ``batch_size * world_size`` windows
+schedule shared by all ranks; by default with probability proportional to its number of window
+start positions, so every window of the corpus is equally likely and a 20-second clip is not
+drawn as often as a day of MIMIC; ``dataset_weighting="uniform"`` gives every dataset one share), draws the global batch of ``batch_size * world_size`` windows
 of ``max_length + 1`` samples (context + next-timestamp target), and gives rank r its slice,
 so the ranks together see exactly the batch that one process with the combined batch size sees.
 Gap filter: a window touching a missing sample is redrawn.
@@ -30,18 +32,26 @@ class Batch:
 
 class WindowSampler:
     def __init__(self, datasets: list[CorpusDataset], max_length: int, batch_size: int, seed: int,
-                 missing_prob: float = 0.5, missing_rate: float = 0.15, rank: int = 0, world_size: int = 1) -> None:
+                 missing_prob: float = 0.5, missing_rate: float = 0.15, rank: int = 0, world_size: int = 1,
+                 dataset_weighting: str = "size") -> None:
         self.window = max_length + 1
         self.datasets = [d for d in datasets if (d.lengths >= self.window).any()]
         if not self.datasets:
             raise CorpusError(f"no corpus dataset has a recording of {self.window} samples")
+        if dataset_weighting == "size":
+            sizes = np.array([np.maximum(d.lengths - self.window + 1, 0).sum() for d in self.datasets], dtype=float)
+            self.dataset_p = sizes / sizes.sum()
+        elif dataset_weighting == "uniform":
+            self.dataset_p = np.full(len(self.datasets), 1.0 / len(self.datasets))
+        else:
+            raise ValueError(f"dataset_weighting must be 'size' or 'uniform', got {dataset_weighting!r}")
         self.batch_size, self.seed = batch_size, seed
         self.missing_prob, self.missing_rate = missing_prob, missing_rate
         self.rank, self.world_size = rank, world_size
 
     def batch(self, step: int, micro: int = 0) -> Batch:
         rng = np.random.default_rng(stable_seed(self.seed, "batch", step, micro))
-        ds = self.datasets[int(rng.integers(len(self.datasets)))]
+        ds = self.datasets[int(rng.choice(len(self.datasets), p=self.dataset_p))]
         missing = bool(np.random.default_rng(stable_seed(self.seed, "regime", step)).random() < self.missing_prob)
         total = self.batch_size * self.world_size
         usable = np.maximum(ds.lengths - self.window + 1, 0)

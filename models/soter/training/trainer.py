@@ -73,7 +73,8 @@ class Trainer:
                                      weight_decay=cfg.weight_decay)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: lr_factor(s, cfg.warmup_steps, cfg.steps))
         self.sampler = WindowSampler(open_corpus(Path(cfg.corpus)), cfg.max_length, cfg.batch_size, cfg.seed,
-                                     cfg.missing_prob, cfg.missing_rate, self.rank, self.world_size)
+                                     cfg.missing_prob, cfg.missing_rate, self.rank, self.world_size,
+                                     cfg.dataset_weighting)
         self.step = 0
         self.out = Path(cfg.out)
 
