@@ -42,3 +42,4 @@ register(ModelSpec("stat-features", "baselines.features:StatisticalFeatures",
 import baselines.chronos_model  # noqa: E402,F401
 import baselines.timesfm_model  # noqa: E402,F401
 import baselines.tirex_model  # noqa: E402,F401
+import baselines.paper_models  # noqa: E402,F401

@@ -64,15 +64,16 @@ class Card:
 CARDS: dict[str, Card] = {}
 
 
-def register_card(card: Card, factory: str) -> ModelSpec:
+def register_card(card: Card, factory: str, check: str = "baselines.foundation:check") -> ModelSpec:
     """Register ``card`` under its name; it joins the default set only when its weights are found."""
     CARDS[card.name] = card
     installed = all(importlib.util.find_spec(m.split(".")[0]) is not None for m in card.requires)
-    default = installed and not card.remote_code and _local_weights(card, None) is not None
+    default = (installed and check == "baselines.foundation:check" and not card.remote_code
+               and _local_weights(card, None) is not None)
     return register(ModelSpec(
         name=card.name, factory=factory, description=card.description(), family="foundation",
         licence=card.licence, requires=card.requires, extra=card.extra, environment=card.environment,
-        check="baselines.foundation:check", default=default, tasks=card.tasks,
+        check=check, default=default, tasks=card.tasks,
         capabilities=card.capabilities, options={"card": card.name, **card.options},
     ))
 

@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default: 1)")
     run.add_argument("--weights", nargs="+", default=[], metavar="MODEL=DIR",
                      help="local weights directory for a model, e.g. soter=checkpoints/soter-small")
+    run.add_argument("--trust-remote-code", nargs="+", default=[], metavar="MODEL",
+                     help="allow these models (Timer, Sundial, TimeMoE, MIRA, Aurora) to run the Python code that "
+                          "ships with their checkpoint; review that code first")
     run.add_argument("--rerun", action="store_true", help="recompute rows that are already finished")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -104,7 +107,7 @@ def _run(args: argparse.Namespace) -> int:
         max_windows_per_subject=args.max_windows_per_subject, segment_length=args.segment_length,
         noise_levels=tuple(args.levels),
         missing_rates=tuple(r / 100 for r in args.rates), budgets=tuple(b / 100 for b in args.budgets),
-        rerun=args.rerun, weights=_parse_weights(args.weights), progress=not args.no_progress,
+        rerun=args.rerun, weights=_parse_weights(args.weights), trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
         data_root=args.data_root,
     )
     summary = execute(config, log=lambda m: print(m, file=sys.stderr))
