@@ -37,3 +37,9 @@ register(ModelSpec("spline-extrapolation", f"{_IMP}:SplineExtrapolation",
 register(ModelSpec("stat-features", "baselines.features:StatisticalFeatures",
                    "Per-channel mean, std and spectral band-power shares (embedding only)",
                    family="statistical", tasks=("classification",)))
+
+# foundation-model baselines of the paper (cheap: cards only; each library is imported on load)
+import baselines.chronos_model  # noqa: E402,F401
+import baselines.timesfm_model  # noqa: E402,F401
+import baselines.tirex_model  # noqa: E402,F401
+import baselines.paper_models  # noqa: E402,F401

@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default: 1)")
     run.add_argument("--weights", nargs="+", default=[], metavar="MODEL=DIR",
                      help="local weights directory for a model, e.g. soter=checkpoints/soter-small")
+    run.add_argument("--trust-remote-code", nargs="+", default=[], metavar="MODEL",
+                     help="allow these models (Timer, Sundial, TimeMoE, MIRA, Aurora) to run the Python code that "
+                          "ships with their checkpoint; review that code first")
     run.add_argument("--rerun", action="store_true", help="recompute rows that are already finished")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -104,7 +107,7 @@ def _run(args: argparse.Namespace) -> int:
         max_windows_per_subject=args.max_windows_per_subject, segment_length=args.segment_length,
         noise_levels=tuple(args.levels),
         missing_rates=tuple(r / 100 for r in args.rates), budgets=tuple(b / 100 for b in args.budgets),
-        rerun=args.rerun, weights=_parse_weights(args.weights), progress=not args.no_progress,
+        rerun=args.rerun, weights=_parse_weights(args.weights), trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
         data_root=args.data_root,
     )
     summary = execute(config, log=lambda m: print(m, file=sys.stderr))
@@ -152,18 +155,40 @@ def _list(what: str) -> int:
         for name, spec in sorted(all_datasets().items()):
             print(f"  {name:<22} {'[default] ' if spec.default else ''}{spec.description}")
     if what in ("models", "all"):
-        print("Models:")
+        print("Models (status: ready | needs weights | needs package | needs environment | needs flag):")
         for name, spec in sorted(all_specs().items()):
-            reason = spec.unavailable_reason()
-            status = "ready" if reason is None else "unavailable"
-            print(f"  {name:<22} {status:<12} {spec.family:<12} licence: {spec.licence}"
+            status, reason = spec.status()
+            print(f"  {name:<22} {status:<17} {spec.family:<12} licence: {spec.licence}"
                   f"{'  [default]' if spec.default else ''}")
             print(f"  {'':<22} {spec.description}")
-            print(f"  {'':<22} tasks: {', '.join(spec.tasks)}")
+            print(f"  {'':<22} capabilities: {_capabilities(spec)}; tasks: {', '.join(spec.tasks)}")
             if reason:
-                print(f"  {'':<22} why unavailable: {reason}")
+                print(f"  {'':<22} to run it: {reason}")
     if what in ("tasks", "all"):
         print("Tasks:")
         for task in TASKS:
             print(f"  {task}")
     return 0
+
+
+def _capabilities(spec) -> str:
+    """One line: what the model does, per channel or multivariate, context limits, native horizon."""
+    caps = spec.model_capabilities()
+    if caps is None:
+        return "declared by the model when it loads"
+    does = [k for k in ("forecast", "impute", "embed") if getattr(caps, k)]
+    parts = ["+".join(does) or "none", "multivariate" if caps.multivariate else "per channel"]
+    if caps.min_context > 1 or caps.max_context is not None:
+        parts.append(f"context {caps.min_context}..{caps.max_context if caps.max_context is not None else ''}")
+    if caps.windows is not None:
+        parts.append("windows " + " ".join(f"{c}/{h}" for c, h in caps.windows))
+    card = _card(spec.name)
+    if card is not None and card.native_horizon:
+        parts.append(f"native horizon {card.native_horizon}")
+    return ", ".join(parts)
+
+
+def _card(name: str):
+    from baselines.foundation import CARDS
+
+    return CARDS.get(name)

@@ -51,6 +51,7 @@ class RunConfig:
     budgets: tuple[float, ...] = LABEL_BUDGETS
     rerun: bool = False  # recompute rows that are already finished
     weights: tuple[tuple[str, str], ...] = ()  # (model, directory)
+    trust_remote_code: tuple[str, ...] = ()  # models allowed to run the Python code of their checkpoint
     progress: bool = True
     data_root: Path | None = None  # --data-root; else $SOTER_BENCH_DATA
 
@@ -128,6 +129,8 @@ def _model_options(config: RunConfig, model: str) -> tuple[tuple[str, Any], ...]
     for name, directory in config.weights:
         if name == model:
             opts["weights"] = directory
+    if model in config.trust_remote_code:
+        opts["trust_remote_code"] = True
     return tuple(sorted(opts.items()))
 
 
@@ -150,6 +153,8 @@ def plan(config: RunConfig) -> tuple[list[tuple[Cell, dict[str, object]]], RunSu
         if name != RANDOM_BASELINE:
             get_spec(name)  # unknown model: a clear error now, not per cell
     for name, _ in config.weights:
+        get_spec(name)
+    for name in config.trust_remote_code:
         get_spec(name)
     summary = RunSummary(records_path=config.records_path)
     cells: list[tuple[Cell, dict[str, object]]] = []

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from models.interface import Model
+from models.interface import Capabilities, Model
 
 
 class UnknownModelError(KeyError):
@@ -24,6 +24,27 @@ class UnknownModelError(KeyError):
 
 class ModelUnavailableError(RuntimeError):
     """The model cannot run here (missing weights, package or environment); says how to fix it."""
+
+
+READY = "ready"
+NEEDS_WEIGHTS = "needs weights"
+NEEDS_PACKAGE = "needs package"
+NEEDS_ENVIRONMENT = "needs environment"
+NEEDS_FLAG = "needs flag"
+
+
+class Unavailable(str):
+    """A reason a model cannot run here, with its kind (one of the NEEDS_* constants).
+
+    A check may return a plain string; it counts as ``NEEDS_WEIGHTS``.
+    """
+
+    kind: str = NEEDS_WEIGHTS
+
+    def __new__(cls, message: str, kind: str = NEEDS_WEIGHTS) -> "Unavailable":
+        obj = super().__new__(cls, message)
+        obj.kind = kind
+        return obj
 
 
 @dataclass(frozen=True)
@@ -36,6 +57,9 @@ class ModelSpec:
     requires: tuple[str, ...] = ()  # importable module names; a missing one makes it unavailable
     extra: str | None = None  # pip extra that installs ``requires``
     check: str | None = None  # "module:callable" returning None (ready) or a reason string
+    # why ``requires`` cannot be installed beside this project (it then needs its own environment)
+    environment: str | None = None
+    capabilities: Capabilities | None = None  # for `harness list`; default: the factory class's
     default: bool = True  # part of the default model set of each task in ``tasks``
     tasks: tuple[str, ...] = ("forecasting", "imputation", "noise")  # tasks the model takes part in
     options: dict[str, Any] = field(default_factory=dict)
@@ -44,11 +68,32 @@ class ModelSpec:
         """None when the model can be loaded here, else a message that says how to fix it."""
         for module in self.requires:
             if importlib.util.find_spec(module.split(".")[0]) is None:
+                if self.environment:
+                    return Unavailable(f"{self.name} needs the Python package {module!r}, which does not install "
+                                       f"beside this project: {self.environment}", NEEDS_ENVIRONMENT)
                 hint = f"pip install 'soter-bench[{self.extra}]'" if self.extra else f"pip install {module}"
-                return f"{self.name} needs the Python package {module!r}: {hint}"
+                return Unavailable(f"{self.name} needs the Python package {module!r}: {hint}", NEEDS_PACKAGE)
         if self.check is not None:
             return _resolve(self.check)(**{**self.options, **options})
         return None
+
+    def status(self, **options: Any) -> tuple[str, str | None]:
+        """(status, reason): READY and None, or one of the NEEDS_* kinds and the message."""
+        reason = self.unavailable_reason(**options)
+        if reason is None:
+            return READY, None
+        return getattr(reason, "kind", NEEDS_WEIGHTS), str(reason)
+
+    def model_capabilities(self) -> Capabilities | None:
+        """Declared capabilities, else the factory class's (imports the factory's module only)."""
+        if self.capabilities is not None:
+            return self.capabilities
+        try:
+            target = _resolve(self.factory)
+        except ImportError:
+            return None
+        caps = getattr(target, "capabilities", None)
+        return caps if isinstance(caps, Capabilities) else None
 
     def load(self, **options: Any) -> Model:
         reason = self.unavailable_reason(**options)

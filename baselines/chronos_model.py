@@ -1,0 +1,86 @@
+"""Chronos-2 and Chronos-Bolt (`chronos-forecasting`, Apache-2.0 weights), extra ``chronos``.
+
+Chronos-2 is the paper's baseline (Small 27.93M, Base 119.5M). It forecasts a sample's channels
+jointly (its group attention spans the variates of one series and nothing else: no cross-learning
+between rows of a batch). Chronos-Bolt (not in the paper) forecasts each channel alone.
+
+The point forecast is the median (0.5 quantile). Chronos-2 always decodes its full native horizon
+(one forward pass: 1,024 steps for the released checkpoints) and the first H steps are kept, so a
+step's forecast does not depend on the horizon asked for (Chronos-Bolt's already does not). Unobserved context points are passed as NaN,
+which both models mask. Horizons beyond one forward pass are rolled out by the library.
+Query times are taken as successive steps of the context's regular grid.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from baselines.foundation import CARDS, Card, quiet_transformers, register_card, resolve_weights, seed_everything
+from models.interface import Capabilities, Model, SeriesBatch
+
+_FILES = (("config.json",), ("model.safetensors", "model.safetensors.index.json"))
+_APACHE = "Apache-2.0 (weights)"
+
+
+class Chronos(Model):
+    """Both Chronos families behind one adapter; the checkpoint's config says which pipeline."""
+
+    def __init__(self, card: str, weights: str | None = None, device: str = "cpu", seed: int = 0,
+                 batch_size: int = 256, **_: object) -> None:
+        import chronos
+        import torch
+        from chronos import BaseChronosPipeline
+
+        c: Card = CARDS[card]
+        self.name, self.capabilities = c.name, c.capabilities
+        source = resolve_weights(c, weights)
+        quiet_transformers()
+        seed_everything(seed)
+        pipeline = BaseChronosPipeline.from_pretrained(source, dtype=torch.float32)
+        pipeline.model.to(device).eval()
+        self._pipeline, self._batch_size = pipeline, batch_size
+        self._info = {"name": self.name, "chronos-forecasting": chronos.__version__, "weights": source,
+                      "pipeline": type(pipeline).__name__, "point": "median"}
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        import torch
+
+        context = np.where(batch.mask, batch.values, np.nan).astype(np.float32)  # [B, C, T]
+        h = query_times.shape[1]
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*prediction length.*")
+            if self.capabilities.multivariate:  # Chronos-2: one multivariate series per row
+                # its output patches attend to each other, so the first steps depend on how many are
+                # asked for: always ask for the model's own horizon (at least) and truncate
+                steps = max(h, self._pipeline.model_prediction_length)
+                _, mean = self._pipeline.predict_quantiles(list(context), prediction_length=steps,
+                                                           quantile_levels=[0.5], batch_size=self._batch_size)
+                return np.stack([np.asarray(m, dtype=np.float64)[:, :h] for m in mean])  # [B, C, H]
+            means = [self._pipeline.predict_quantiles(torch.from_numpy(context[i:i + self._batch_size, 0]),
+                                                      prediction_length=h,
+                                                      quantile_levels=[0.5])[1]
+                     for i in range(0, len(context), self._batch_size)]
+        return np.concatenate([np.asarray(m, dtype=np.float64) for m in means])[:, None, :]
+
+    def describe(self) -> dict[str, object]:
+        return dict(self._info)
+
+
+_CHRONOS2 = dict(requires=("chronos",), extra="chronos", files=_FILES, licence=_APACHE,
+                 capabilities=Capabilities(multivariate=True, min_context=16), native_horizon=1024,
+                 source="Hugging Face")
+_BOLT = dict(requires=("chronos",), extra="chronos", files=_FILES, licence=_APACHE,
+             capabilities=Capabilities(multivariate=False, min_context=16), native_horizon=64,
+             source="Hugging Face", notes="not in the paper; univariate predecessor of Chronos-2")
+
+for _card in (
+    Card("chronos-2-small", "Chronos2-Small", "27.93M", "autogluon/chronos-2-small",
+         notes="channels forecast jointly (group attention within a sample)", **_CHRONOS2),
+    Card("chronos-2-base", "Chronos2-Base", "119.5M", "amazon/chronos-2",
+         notes="channels forecast jointly (group attention within a sample)", **_CHRONOS2),
+    *(Card(f"chronos-bolt-{size}", f"Chronos-Bolt-{size.capitalize()}", None, f"amazon/chronos-bolt-{size}", **_BOLT)
+      for size in ("tiny", "mini", "small", "base")),
+):
+    register_card(_card, "baselines.chronos_model:Chronos")

@@ -1,0 +1,187 @@
+"""The paper's other foundation-model baselines: what each needs, and the adapters that can run.
+
+* Transformers remote-code models (Timer, Sundial, TimeMoE, MIRA, Aurora) load a local snapshot
+  of the official checkpoint with ``trust_remote_code=True`` only when the user passes
+  ``--trust-remote-code NAME`` (and ``--weights NAME=DIR``): :class:`RemoteCodeForecaster`. Their
+  code was written for transformers 4.40 (Timer, MIRA, TimeMoE say so); newer transformers may
+  fail to load it, which then shows as that model's ``error`` rows.
+* Models whose library does not install beside torch 2.13 and this project (MOMENT, Moirai,
+  TTM, Lag-Llama, TimesFM 1.0/2.0) or that ship only research code (NormWear, TF-C) are declared
+  with what they need; their status is ``needs environment`` (or ``needs package``) and loading one
+  raises :class:`ModelUnavailableError` with that text. No adapter falls back to random weights.
+
+Parameter counts are the paper's ("Paras": parameters activated per inference step).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from baselines.foundation import CARDS, Card, quiet_transformers, register_card, resolve_weights, seed_everything
+from models.interface import Capabilities, Model, SeriesBatch
+from models.registry import ModelUnavailableError
+
+_HF_FILES = (("config.json",), ("*.safetensors", "*.bin"))
+_REMOTE_FILES = (("config.json",), ("*.safetensors", "*.bin"), ("modeling_*.py",))
+_TRANSFORMERS_440 = "its checkpoint code targets transformers 4.40.1; a newer transformers may not load it"
+
+
+class RemoteCodeForecaster(Model):
+    """An ``AutoModelForCausalLM`` checkpoint with its own code and a ``generate`` that forecasts.
+
+    Per channel. ``output`` says how ``generate`` returns the forecast: ``"append"`` (context and
+    forecast, [N, T + H]: Timer, TimeMoE, MIRA) or ``"samples"`` ([N, S, H]: Sundial, Aurora; the
+    point forecast is the sample mean). ``normalise`` standardises each context (mean/std over the
+    context) before the call and undoes it after, as the model cards do.
+    """
+
+    def __init__(self, card: str, weights: str | None = None, trust_remote_code: bool = False, device: str = "cpu",
+                 seed: int = 0, output: str = "append", normalise: bool = True, num_samples: int = 20,
+                 generate_kwargs: dict | None = None, **_: object) -> None:
+        c: Card = CARDS[card]
+        self.name, self.capabilities = c.name, c.capabilities
+        if not trust_remote_code:
+            raise ModelUnavailableError(f"{c.name} runs its checkpoint's own code: pass --trust-remote-code {c.name}")
+        source = resolve_weights(c, weights)
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        quiet_transformers()
+        seed_everything(seed)
+        self._seed, self._torch = seed, torch
+        self._model = AutoModelForCausalLM.from_pretrained(source, trust_remote_code=True).to(device).eval()
+        self._device, self._output, self._normalise = device, output, normalise
+        self._num_samples, self._kwargs = num_samples, dict(generate_kwargs or {})
+        self._info = {"name": self.name, "weights": source, "trust_remote_code": True, "output": output,
+                      "normalise": normalise, "num_samples": num_samples if output == "samples" else None}
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        torch = self._torch
+        h = query_times.shape[1]
+        x = batch.values[:, 0] if batch.mask.all() else _carry_forward(batch)
+        mean = x.mean(axis=1, keepdims=True) if self._normalise else 0.0
+        std = np.where(x.std(axis=1, keepdims=True) > 1e-8, x.std(axis=1, keepdims=True), 1.0) if self._normalise else 1.0
+        inputs = torch.as_tensor((x - mean) / std, dtype=torch.float32, device=self._device)
+        torch.manual_seed(self._seed)  # sampling models: the same draws on every call
+        with torch.no_grad():
+            if self._output == "samples":
+                out = self._model.generate(inputs, max_new_tokens=h, num_samples=self._num_samples, **self._kwargs)
+                pred = out.float().mean(dim=1)[:, -h:]
+            else:
+                out = self._model.generate(inputs, max_new_tokens=h, **self._kwargs)
+                pred = out.float()[:, -h:]
+        return (np.asarray(pred.cpu(), dtype=np.float64) * std + mean)[:, None, :]
+
+    def describe(self) -> dict[str, object]:
+        return dict(self._info)
+
+
+def _carry_forward(batch: SeriesBatch) -> np.ndarray:
+    from models.interface import fill_prefix
+
+    return fill_prefix(batch).values[:, 0]
+
+
+class Declared(Model):
+    """A baseline that cannot run in this environment: loading says exactly what it needs."""
+
+    def __init__(self, card: str, **_: object) -> None:
+        c = CARDS[card]
+        raise ModelUnavailableError(f"{c.name}: {c.environment}")
+
+
+def check_declared(card: str, **_: object) -> str:
+    from models.registry import NEEDS_ENVIRONMENT, Unavailable
+
+    c = CARDS[card]
+    return Unavailable(f"{c.name}: {c.environment}", NEEDS_ENVIRONMENT)
+
+
+_REMOTE = "baselines.paper_models:RemoteCodeForecaster"
+_DECLARED = "baselines.paper_models:Declared"
+_PER_CHANNEL = Capabilities(multivariate=False)
+
+# ------------------------------------------------------------------ transformers remote code
+for card in (
+    Card("timer-base", "Timer", "84.14M", "thuml/timer-base-84m", source="Hugging Face", licence="Apache-2.0 (weights)",
+         requires=("transformers",), extra="remote-code", files=_REMOTE_FILES, remote_code=True,
+         capabilities=Capabilities(multivariate=False, min_context=96, windows=((96, 48), (128, 64))),
+         native_horizon=96, notes="the paper runs it on 96/48 and 128/64 only (96-step input token); " + _TRANSFORMERS_440),
+    Card("sundial-base", "Sundial-Base", "128.3M", "thuml/sundial-base-128m", source="Hugging Face",
+         licence="Apache-2.0 (weights)", requires=("transformers",), extra="remote-code", files=_REMOTE_FILES,
+         remote_code=True, capabilities=Capabilities(multivariate=False, min_context=16), native_horizon=720,
+         options={"output": "samples"}, notes="generative (flow matching): mean of 20 seeded samples"),
+    Card("timemoe-base", "TimeMoE-Base", "113.3M", "Maple728/TimeMoE-50M", source="Hugging Face",
+         licence="Apache-2.0 (weights)", requires=("transformers",), extra="remote-code", files=_REMOTE_FILES,
+         remote_code=True, capabilities=_PER_CHANNEL, notes=_TRANSFORMERS_440),
+    Card("timemoe-large", "TimeMoE-Large", "453.2M", "Maple728/TimeMoE-200M", source="Hugging Face",
+         licence="Apache-2.0 (weights)", requires=("transformers",), extra="remote-code", files=_REMOTE_FILES,
+         remote_code=True, capabilities=_PER_CHANNEL, notes=_TRANSFORMERS_440),
+    Card("mira-large", "MIRA-Large", "339.9M", None, source="the official release linked from github.com/microsoft/MIRA",
+         licence="see github.com/microsoft/MIRA (not checked here)", requires=("transformers",), extra="remote-code",
+         files=_REMOTE_FILES, remote_code=True, capabilities=_PER_CHANNEL,
+         notes="medical TSFM (CT-RoPE, Neural-ODE extrapolation); " + _TRANSFORMERS_440),
+    Card("aurora", "Aurora", "210.8M", None, source="the official release linked from github.com/decisionintelligence/Aurora",
+         licence="see github.com/decisionintelligence/Aurora (not checked here)", requires=("transformers",),
+         extra="remote-code", files=_REMOTE_FILES, remote_code=True, capabilities=_PER_CHANNEL,
+         options={"output": "samples"},
+         notes="multimodal generative TSFM, used on time series only; the paper's appendix gives 260.8M, its table "
+               "210.8M"),
+):
+    register_card(card, _REMOTE)
+
+# ------------------------------------------------------------------ need their own environment
+_MOMENT_ENV = ("momentfm 0.1.4 pins transformers==4.33.3, huggingface-hub==0.24.0 and numpy==1.25.2, so it needs a "
+               "separate virtual environment (not set up by this project yet); its released checkpoints carry "
+               "only the reconstruction head: forecasting needs a fitted head or masked reconstruction, and no "
+               "adapter for that is written yet")
+_MOIRAI_ENV = ("uni2ts 2.0.0 pins torch<2.5, gluonts~=0.14.3 and numpy~=1.26 and needs jax, so it needs a separate "
+               "virtual environment with an older torch; no adapter for it is written yet (Moirai-MoE's router "
+               "centroids start as torch.empty and need initialising in tests)")
+_TTM_ENV = ("granite-tsfm 0.3.3-0.3.11 pin torch<2.12; 0.3.2 accepts torch 2.13 but pulls transformers down to 4.56, "
+            "so it needs a separate virtual environment; no adapter for it is written yet")
+_LAG_ENV = ("Lag-Llama is not on PyPI: it needs its public code (github.com/time-series-foundation-models/lag-llama) "
+            "and that code's pinned gluonts in a separate environment; no adapter for it is written yet")
+_TFM1_ENV = ("TimesFM 1.0 and 2.0 need the timesfm 1.x API (timesfm.TimesFm), which timesfm 3.x (installed for "
+             "TimesFM 2.5) no longer has: a separate environment with timesfm 1.x; no adapter for it is written yet")
+
+for card in (
+    *(Card(f"moment-{size.lower()}", f"MOMENT-{size}", params, f"AutonLab/MOMENT-1-{size.lower()}",
+           source="Hugging Face", licence="MIT (weights)", requires=("momentfm",), extra=None, files=_HF_FILES,
+           environment=_MOMENT_ENV, capabilities=Capabilities(multivariate=False, max_context=512, embed=True),
+           tasks=("forecasting", "imputation", "noise", "classification"))
+      for size, params in (("Small", "35.34M"), ("Base", "109.6M"), ("Large", "341.3M"))),
+    *(Card(f"moirai-moe-{size.lower()}", f"MoiraiMoE-{size}", params, f"Salesforce/moirai-moe-1.0-R-{size.lower()}",
+           source="Hugging Face", licence="CC-BY-NC-4.0 (weights; non-commercial)", requires=("uni2ts",), extra=None,
+           files=_HF_FILES, environment=_MOIRAI_ENV, capabilities=Capabilities(multivariate=True))
+      for size, params in (("Small", "117.0M"), ("Base", "935.1M"))),
+    Card("moirai-2.0-small", "Moirai2.0-Small", "11.39M", "Salesforce/moirai-2.0-R-small", source="Hugging Face",
+         licence="CC-BY-NC-4.0 (weights; non-commercial)", requires=("uni2ts",), extra=None, files=_HF_FILES,
+         environment=_MOIRAI_ENV, capabilities=Capabilities(multivariate=True)),
+    Card("ttm", "TTM", "0.805M", "ibm-granite/granite-timeseries-ttm-r1", source="Hugging Face",
+         licence="Apache-2.0 (weights)", requires=("tsfm_public",), extra=None, files=_HF_FILES, environment=_TTM_ENV,
+         capabilities=_PER_CHANNEL),
+    Card("lag-llama", "Lag-Llama", "2.451M", "time-series-foundation-models/Lag-Llama", source="Hugging Face",
+         licence="Apache-2.0 (weights)", requires=("lag_llama",), extra=None, files=(("lag-llama.ckpt",),),
+         environment=_LAG_ENV, capabilities=_PER_CHANNEL),
+    Card("timesfm-1.0", "TimesFM 1.0", "203.6M", "google/timesfm-1.0-200m-pytorch", source="Hugging Face",
+         licence="Apache-2.0 (weights)", requires=("timesfm",), extra=None, files=(("torch_model.ckpt",),),
+         environment=_TFM1_ENV, capabilities=_PER_CHANNEL),
+    Card("timesfm-2.0", "TimesFM 2.0", "498.8M", "google/timesfm-2.0-500m-pytorch", source="Hugging Face",
+         licence="Apache-2.0 (weights)", requires=("timesfm",), extra=None, files=(("torch_model.ckpt",),),
+         environment=_TFM1_ENV, capabilities=_PER_CHANNEL),
+    Card("normwear", "NormWear", None, None,
+         source="the v1.0.0-alpha release of github.com/Mobile-Sensing-and-UbiComp-Laboratory/NormWear",
+         licence="see the NormWear repository (not checked here)", requires=(), extra=None, files=(("*.pth", "*.pt"),),
+         environment="NormWear ships research code, not a package: an adapter needs its model code beside the "
+                     "checkpoint (embedding only, multichannel); not written yet",
+         capabilities=Capabilities(forecast=False, embed=True, multivariate=True), tasks=("classification",)),
+    Card("tf-c", "TF-C", None, None, source="github.com/mims-harvard/TFC-pretraining (pre-train it on your corpus)",
+         licence="see github.com/mims-harvard/TFC-pretraining (not checked here)", requires=(), extra=None,
+         files=(("*.pt", "*.pth"),),
+         environment="TF-C has no general released checkpoint: it is pre-trained per corpus with its research code; "
+                     "an adapter (embedding only) is not written yet",
+         capabilities=Capabilities(forecast=False, embed=True, multivariate=False), tasks=("classification",)),
+):
+    # never ready, whatever is installed: its check says what it needs
+    register_card(card, _DECLARED, check="baselines.paper_models:check_declared")

@@ -1,0 +1,61 @@
+"""TiRex (`tirex-ts`, NX-AI/TiRex, 35.29M in the paper), extra ``tirex``.
+
+Weights: NXAI Community License (read it before use: it restricts commercial use above a revenue
+threshold). Per channel, the PyTorch sLSTM backend (the CUDA kernels need the optional ``xlstm``
+package and a GPU). The point forecast is the median of its nine quantiles; unobserved context
+points are passed as NaN, which the model masks; longer horizons are rolled out 32 steps at a
+time by the library. Query times are taken as successive steps.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from baselines.foundation import CARDS, Card, register_card, resolve_weights, seed_everything
+from models.interface import Capabilities, Model, SeriesBatch
+
+CHECKPOINT = "model.ckpt"
+
+
+class TiRex(Model):
+    def __init__(self, card: str, weights: str | None = None, device: str = "cpu", seed: int = 0,
+                 batch_size: int = 512, **_: object) -> None:
+        import tirex  # noqa: F401  (registers the model class)
+        from tirex.models.tirex import TiRexZero
+
+        c: Card = CARDS[card]
+        self.name, self.capabilities = c.name, c.capabilities
+        source = resolve_weights(c, weights)
+        seed_everything(seed)
+        if Path(source).is_dir():
+            self._model = TiRexZero.from_pretrained(str(Path(source) / CHECKPOINT), backend="torch", device=device)
+        else:  # a hub id: the library downloads model.ckpt
+            from tirex import load_model
+
+            self._model = load_model(source, device=device, backend="torch")
+        self._model.eval()
+        self._batch_size = batch_size
+        from importlib.metadata import version
+
+        self._info = {"name": self.name, "tirex-ts": version("tirex-ts"), "weights": source, "point": "median",
+                      "backend": "torch"}
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        context = np.where(batch.mask[:, 0], batch.values[:, 0], np.nan).astype(np.float32)
+        quantiles, _ = self._model.forecast(context, output_type="numpy", batch_size=self._batch_size,
+                                            prediction_length=query_times.shape[1])  # [B, H, Q]
+        median = self._model.config.quantiles.index(0.5)
+        return np.asarray(quantiles[:, :, median], dtype=np.float64)[:, None, :]
+
+    def describe(self) -> dict[str, object]:
+        return dict(self._info)
+
+
+register_card(Card(
+    "tirex", "TiRex", "35.29M", "NX-AI/TiRex", source="Hugging Face",
+    licence="NXAI Community License (weights; commercial use restricted)", requires=("tirex",), extra="tirex",
+    files=((CHECKPOINT,),), capabilities=Capabilities(multivariate=False, min_context=32),
+    native_horizon=32, notes="per channel, sLSTM (PyTorch backend); reads the latest 2016 steps",
+), "baselines.tirex_model:TiRex")
