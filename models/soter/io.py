@@ -26,11 +26,13 @@ class CheckpointError(RuntimeError):
     pass
 
 
-def save_pretrained(model: SoterModel, path: str | Path, max_shard_bytes: int = 15 * 2**20) -> Path:
+def save_pretrained(model: SoterModel, path: str | Path, max_shard_bytes: int = 15 * 2**20,
+                    state: dict[str, torch.Tensor] | None = None) -> Path:
+    """``state`` overrides the model's own state dict (a sharded model's gathered full state)."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     model.config.save(path / "config.json")
-    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    state = {k: v.detach().contiguous().cpu() for k, v in (state if state is not None else model.state_dict()).items()}
     shards: list[dict[str, torch.Tensor]] = [{}]
     size = 0
     for name, tensor in state.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -78,7 +79,8 @@ def test_resume_continues_bit_identically(corpus, tmp_path):
     assert (tmp_path / "a" / "exposure-100").is_dir() and (tmp_path / "a" / "train_log.csv").is_file()
 
 
-def test_two_gloo_processes_equal_one_process_on_the_combined_batch(corpus, tmp_path):
+@pytest.mark.parametrize("parallel", ["ddp", "fsdp"])
+def test_two_gloo_processes_equal_one_process_on_the_combined_batch(corpus, tmp_path, parallel):
     # Adam's first step is about lr * sign(g): gradient entries near zero flip sign under float
     # reordering, so with eps = 1 the update is made linear in the (rank-averaged) gradient and
     # the parameter changes of one step are compared.  dopri5 picks one step size for the whole
@@ -88,11 +90,13 @@ def test_two_gloo_processes_equal_one_process_on_the_combined_batch(corpus, tmp_
     common = ["fit", "--corpus", str(corpus), "--model", "soter-tiny", "--steps", "1", "--max-length", "48",
               "--min-length", "16", "--warmup-steps", "1", "--checkpoint-every", "1", "--log-every", "1",
               "--lr", "1.0", "--eps", "1.0", "--weight-decay", "0.0", "--solver", "rk4"]
+    port = "29533" if parallel == "ddp" else "29534"
     single = subprocess.run([sys.executable, "-m", "models.soter.training.train", *common, "--batch-size", "4",
                              "--out", str(tmp_path / "one")], env=env, capture_output=True, text=True, timeout=300)
     assert single.returncode == 0, single.stderr
     ddp = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-                          "29533", "-m", "models.soter.training.train", *common, "--batch-size", "2",
+                          port, "-m", "models.soter.training.train", *common, "--batch-size", "2",
+                          "--fsdp", str(parallel == "fsdp"),
                           "--out", str(tmp_path / "two")], env=env, capture_output=True, text=True, timeout=300)
     assert ddp.returncode == 0, ddp.stderr[-3000:]
     from models.soter.config import preset
@@ -159,3 +163,28 @@ def test_corrupt_checkpoint_is_a_clear_error(corpus, tmp_path):
 
 def test_corpus_module_never_loads_everything():
     assert "mmap_mode" in Path(corpus_mod.__file__).read_text()
+
+
+def test_fsdp_checkpoint_resumes_exactly(corpus, tmp_path):
+    """Under FSDP the full state is gathered for saving and re-sharded on resume."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    common = ["-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29535", "-m",
+              "models.soter.training.train", "fit", "--corpus", str(corpus), "--model", "soter-tiny", "--steps", "2",
+              "--max-length", "32", "--min-length", "16", "--batch-size", "2", "--checkpoint-every", "1",
+              "--log-every", "1", "--solver", "rk4", "--fsdp", "true"]
+    straight = subprocess.run([sys.executable, *common, "--out", str(tmp_path / "a")], env=env, capture_output=True,
+                              text=True, timeout=300)
+    assert straight.returncode == 0, straight.stderr[-3000:]
+    (tmp_path / "b").mkdir()
+    shutil.copytree(tmp_path / "a" / "checkpoint-00000001", tmp_path / "b" / "checkpoint-00000001")
+    (tmp_path / "b" / "latest").write_text("checkpoint-00000001")
+    resumed = subprocess.run([sys.executable, *common, "--out", str(tmp_path / "b"), "--resume"], env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resumed at step 1" in resumed.stderr
+    a = from_pretrained(tmp_path / "a" / "checkpoint-00000002").state_dict()
+    b = from_pretrained(tmp_path / "b" / "checkpoint-00000002").state_dict()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+    state = torch.load(tmp_path / "b" / "checkpoint-00000002" / "trainer_state.pt", weights_only=True)
+    assert state["fsdp"] is True

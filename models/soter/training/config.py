@@ -26,6 +26,7 @@ class TrainConfig:
     missing_prob: float = 0.5  # per step: the fair coin between the two regimes
     missing_rate: float = 0.15  # share of context points masked in the missingness regime
     bf16: bool = True  # autocast on CUDA only
+    fsdp: bool = False  # shard parameters, gradients and optimizer state (FSDP2) instead of DDP when world_size > 1
     seed: int = 42
     log_every: int = 10
     checkpoint_every: int = 200

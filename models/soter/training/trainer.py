@@ -66,7 +66,14 @@ class Trainer:
             model_cfg = dataclasses.replace(model_cfg, solver=cfg.solver)
         self.model = SoterModel(model_cfg).to(self.device)
         self.module: torch.nn.Module = self.model
-        if self.world_size > 1:
+        self.fsdp = cfg.fsdp and self.world_size > 1
+        if self.fsdp:  # FSDP2: each block, then the root, shards in place (self.module is self.model)
+            from torch.distributed.fsdp import fully_shard
+
+            for block in self.model.blocks:
+                fully_shard(block)
+            fully_shard(self.model)
+        elif self.world_size > 1:
             self.module = torch.nn.parallel.DistributedDataParallel(
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
@@ -90,8 +97,12 @@ class Trainer:
         for micro in range(cfg.grad_accum):
             batch = self.sampler.batch(self.step, micro)
             self.last_tokens += batch.observed.size * self.world_size  # B x C x L, all ranks
-            sync = (nullcontext() if micro == cfg.grad_accum - 1 or self.world_size == 1
-                    else self.module.no_sync())
+            last = micro == cfg.grad_accum - 1
+            if self.fsdp:
+                self.model.set_requires_gradient_sync(last)
+                sync = nullcontext()
+            else:
+                sync = nullcontext() if last or self.world_size == 1 else self.module.no_sync()
             with sync, autocast:
                 loss = batch_loss(self.module, batch, self.device)
                 (loss / cfg.grad_accum).backward()
@@ -102,16 +113,29 @@ class Trainer:
         return total
 
     # -- checkpoints ------------------------------------------------------------------------------
+    def _full_state(self, optimizer: bool = True) -> tuple[dict | None, dict | None]:
+        """(model state or None for the model's own, optimizer state); collective under FSDP."""
+        if not self.fsdp:
+            return None, self.opt.state_dict() if optimizer else None
+        from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
+                                                             get_optimizer_state_dict)
+
+        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        return (get_model_state_dict(self.model, options=options),
+                get_optimizer_state_dict(self.model, self.opt, options=options) if optimizer else None)
+
     def save(self, name: str | None = None) -> Path:
+        model_state, opt_state = self._full_state()  # every rank takes part under FSDP
         if self.rank != 0:
             return self.out
         self.out.mkdir(parents=True, exist_ok=True)
         final = self.out / (name or f"checkpoint-{self.step:08d}")
         tmp = Path(tempfile.mkdtemp(dir=self.out, prefix=".tmp-"))
-        save_pretrained(self.model, tmp)
+        save_pretrained(self.model, tmp, state=model_state)
         # plain tensors and numbers only, so the state loads with torch.load(weights_only=True)
-        torch.save({"step": self.step, "optimizer": self.opt.state_dict(), "scheduler": self.sched.state_dict(),
-                    "torch_rng": torch.get_rng_state(), "config": json.dumps(self.cfg.to_dict())}, tmp / STATE_FILE)
+        torch.save({"step": self.step, "optimizer": opt_state, "scheduler": self.sched.state_dict(),
+                    "torch_rng": torch.get_rng_state(), "config": json.dumps(self.cfg.to_dict()),
+                    "fsdp": self.fsdp}, tmp / STATE_FILE)
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
@@ -136,12 +160,34 @@ class Trainer:
         loaded = from_pretrained(path)
         if loaded.config != self.model.config:
             raise CheckpointError(f"{path / 'config.json'}: the checkpoint's model config differs from this run's")
-        self.model.load_state_dict(loaded.state_dict())
-        self.opt.load_state_dict(state["optimizer"])
+        if bool(state.get("fsdp", False)) != self.fsdp:
+            raise CheckpointError(f"{state_file}: written {'with' if state.get('fsdp') else 'without'} FSDP; resume "
+                                  f"with --fsdp {'true' if state.get('fsdp') else 'false'} on more than one process")
+        if self.fsdp:
+            from torch.distributed.checkpoint.state_dict import (StateDictOptions, set_model_state_dict,
+                                                                 set_optimizer_state_dict)
+
+            options = StateDictOptions(full_state_dict=True)
+            set_model_state_dict(self.model, loaded.state_dict(), options=options)
+            set_optimizer_state_dict(self.model, self.opt, state["optimizer"], options=options)
+        else:
+            self.model.load_state_dict(loaded.state_dict())
+            self.opt.load_state_dict(state["optimizer"])
         self.sched.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["torch_rng"])
         self.step = int(state["step"])
         return True
+
+    def _eval_model(self) -> SoterModel:
+        """The model to evaluate on rank 0: itself, or under FSDP an unsharded copy of it."""
+        if not self.fsdp:
+            return self.model
+        state, _ = self._full_state(optimizer=False)
+        if self.rank != 0:
+            return self.model
+        copy = SoterModel(self.model.config)
+        copy.load_state_dict(state)
+        return copy.to(self.device)
 
     # -- the loop -------------------------------------------------------------------------------------
     def fit(self, log=print) -> None:
@@ -164,10 +210,12 @@ class Trainer:
                 self.save(f"exposure-{int(round(100 * marks[self.step])):03d}")
             if self.step % cfg.checkpoint_every == 0 or self.step == cfg.steps:
                 self.save()
-            if cfg.eval_dataset and (self.step % cfg.eval_every == 0 or self.step == cfg.steps) and self.rank == 0:
-                from models.soter.training.quick_eval import quick_eval
+            if cfg.eval_dataset and (self.step % cfg.eval_every == 0 or self.step == cfg.steps):
+                model = self._eval_model()  # collective under FSDP
+                if self.rank == 0:
+                    from models.soter.training.quick_eval import quick_eval
 
-                _append_csv(self.out / "quick_eval.csv", {"step": self.step, **quick_eval(self.model, cfg)})
+                    _append_csv(self.out / "quick_eval.csv", {"step": self.step, **quick_eval(model, cfg)})
         if cfg.eval_dataset and self.rank == 0:
             from models.soter.training.quick_eval import plot_log
 
