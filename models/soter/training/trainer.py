@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from models.soter.config import preset
+from models.soter.config import SoterConfig, preset
 from models.soter.io import CheckpointError, from_pretrained, save_pretrained
 from models.soter.model import SoterModel
 from models.soter.training.config import TrainConfig
@@ -51,7 +51,8 @@ def batch_loss(module: torch.nn.Module, batch: Batch, device: torch.device) -> t
 
 
 class Trainer:
-    def __init__(self, cfg: TrainConfig, device: str | None = None) -> None:
+    def __init__(self, cfg: TrainConfig, device: str | None = None, model_config: SoterConfig | None = None) -> None:
+        """``model_config`` replaces the preset named by ``cfg.model`` (ablation variants)."""
         self.cfg = cfg
         self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
@@ -61,7 +62,7 @@ class Trainer:
             device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
         torch.manual_seed(cfg.seed)
-        model_cfg = preset(cfg.model)
+        model_cfg = model_config if model_config is not None else preset(cfg.model)
         if cfg.solver:
             model_cfg = dataclasses.replace(model_cfg, solver=cfg.solver)
         self.model = SoterModel(model_cfg).to(self.device)
