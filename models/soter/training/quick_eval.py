@@ -19,15 +19,20 @@ from protocols.splits import loso_folds
 
 
 def quick_eval(model: SoterModel, cfg: TrainConfig) -> dict[str, float]:
-    dataset = load_dataset(cfg.eval_dataset)
+    return sample_eval(model, cfg.eval_dataset, cfg.eval_samples, cfg.eval_context, cfg.eval_horizon, cfg.eval_seed)
+
+
+def sample_eval(model: SoterModel, dataset_name: str, samples: int, context: int, horizon: int, seed: int,
+                rollout: str = "direct") -> dict[str, float]:
+    """RMSE / MAE of ``samples`` windows of the first LOSO fold's test subject (normalised space)."""
+    dataset = load_dataset(dataset_name)
     fold = loso_folds(dataset)[0]
-    window = WindowSpec(cfg.eval_context, cfg.eval_horizon)
-    spec = ForecastingSpec(windows=(window,), sampling=SamplingSpec(max_windows_per_subject=cfg.eval_samples,
-                                                                    seed=cfg.eval_seed))
+    window = WindowSpec(context, horizon)
+    spec = ForecastingSpec(windows=(window,), sampling=SamplingSpec(max_windows_per_subject=samples, seed=seed))
     was_training = model.training
     device = next(model.parameters()).device
     try:
-        adapter = SoterAdapter(model, rollout="direct", device=str(device))
+        adapter = SoterAdapter(model, rollout=rollout, device=str(device))
         with torch.inference_mode():
             out = evaluate_forecasting(adapter, dataset, fold, window, spec)
     finally:
