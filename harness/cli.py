@@ -59,6 +59,17 @@ def _parser() -> argparse.ArgumentParser:
 
     data_cli.add_parser(sub)
 
+    ex = sub.add_parser("examples", help="plot one forecasting window with every model's forecast (PNG, PDF, CSV)")
+    ex.add_argument("--dataset", default=None, metavar="NAME|PATH", help="default: the embedded cohort")
+    ex.add_argument("--data-root", type=Path, default=None, help="folder holding downloaded datasets")
+    ex.add_argument("--models", nargs="+", default=[], metavar="NAME", help="default: the forecasting defaults")
+    ex.add_argument("--window", default="128/64", metavar="C/H")
+    ex.add_argument("--channels", nargs="+", default=None, metavar="NAME",
+                    help="keep these channels only (one channel gives a single-channel example)")
+    ex.add_argument("--seed", type=int, default=0, help="window-selection seed")
+    ex.add_argument("--weights", nargs="+", default=[], metavar="MODEL=DIR")
+    ex.add_argument("--out", type=Path, default=DEFAULT_OUT / "figures")
+
     table = sub.add_parser("table", help="re-render a task's table from recorded results")
     table.add_argument("task", choices=TASKS)
     table.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder holding records.csv")
@@ -77,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             from harness import data_cli
 
             return data_cli.run(args)
+        if args.command == "examples":
+            return _examples(args)
         return _table(args)
     except BrokenPipeError:  # output piped into e.g. `head`
         return 0
@@ -87,6 +100,30 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, KeyError, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def _examples(args: argparse.Namespace) -> int:
+    from harness.examples import forecast_example, plot_example
+    from models.registry import get_spec
+    from harness.runner import default_datasets
+    from protocols.datasets import load_dataset
+
+    name = args.dataset or default_datasets()[0]
+    dataset = load_dataset(name, data_root=args.data_root)
+    if args.channels:
+        dataset = dataset.select_channels(tuple(args.channels))
+    models = list(args.models) or list(default_models("forecasting"))
+    options = {m: {"weights": d} for m, d in _parse_weights(args.weights)}
+    unavailable = [m for m in models if get_spec(m).unavailable_reason(**options.get(m, {}))]
+    for m in unavailable:
+        print(f"skipped {m}: {get_spec(m).unavailable_reason(**options.get(m, {}))}", file=sys.stderr)
+    window = WindowSpec.parse(args.window)
+    frame = forecast_example(dataset, [m for m in models if m not in unavailable], window, args.seed, options)
+    stem = "-".join(["forecast-example", Path(name).name, f"{window.context}x{window.horizon}",
+                     *(["_".join(args.channels)] if args.channels else [])])
+    for f in plot_example(frame, args.out / stem):
+        print(f)
+    return 0
 
 
 def _parse_weights(items: list[str]) -> tuple[tuple[str, str], ...]:
