@@ -70,6 +70,10 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--weights", nargs="+", default=[], metavar="MODEL=DIR")
     ex.add_argument("--out", type=Path, default=DEFAULT_OUT / "figures")
 
+    rep = sub.add_parser("report", help="every paper table and figure the records support, beside the paper's numbers")
+    rep.add_argument("--results", type=Path, default=DEFAULT_OUT, help="folder holding records.csv (default: %(default)s)")
+    rep.add_argument("--out", type=Path, default=Path("results/report"), help="report folder (default: %(default)s)")
+
     table = sub.add_parser("table", help="re-render a task's table from recorded results")
     table.add_argument("task", choices=TASKS)
     table.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder holding records.csv")
@@ -90,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
             return data_cli.run(args)
         if args.command == "examples":
             return _examples(args)
+        if args.command == "report":
+            from harness.report import write_report
+
+            print(write_report(args.results, args.out))
+            return 0
         return _table(args)
     except BrokenPipeError:  # output piped into e.g. `head`
         return 0

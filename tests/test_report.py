@@ -1,0 +1,114 @@
+"""`harness report`: the paper's tables transcribed as printed, our cells in the paper's names and
+scales, golden Markdown/LaTeX for a fixed record set, and no crash on missing or unavailable cells."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness import paper
+from harness.report import compare, comparison_markdown, our_cells, write_report
+from harness.store import COLUMNS
+from harness.tables import render, task_tables
+
+FIXTURES = Path(__file__).parent / "fixtures" / "report"
+TEX = Path(__file__).resolve().parents[2] / "shared" / "paper" / "soter-paper.tex"
+WINDOWS = ("48/24", "72/36", "96/48", "128/64")
+
+
+def _row(**kw) -> dict:
+    row = {c: "" for c in COLUMNS}
+    row.update(kw)
+    return row
+
+
+def fixed_records() -> pd.DataFrame:
+    """SOTER and last value on MIT-BIH (2 folds x 4 windows), TiRex unavailable, one failed window."""
+    rows = []
+    for w, window in enumerate(WINDOWS):
+        for f, fold in enumerate(("100", "101")):
+            n = 100 * (w + 1)
+            for model, err in (("soter", 0.01 + 0.002 * w + 0.001 * f), ("last-value", 0.05 + 0.01 * w)):
+                status = "error" if (model == "last-value" and window == "128/64" and fold == "101") else "ok"
+                rows.append(_row(task="forecasting", dataset="mitbih", fold=fold, window=window, condition="clean",
+                                 model=model, seed=0, status=status, sse=err ** 2 * n if status == "ok" else np.nan,
+                                 sae=err * 0.6 * n if status == "ok" else np.nan, n_points=n if status == "ok" else 0,
+                                 error="boom" if status == "error" else ""))
+            rows.append(_row(task="forecasting", dataset="mitbih", fold="100", window=window, condition="clean",
+                             model="tirex", seed=0, status="unavailable", n_points=0,
+                             error="tirex needs weights"))
+    frame = pd.DataFrame(rows)
+    frame["key"] = [f"k{i}" for i in range(len(frame))]  # the store keeps the latest row per key
+    for c in ("sse", "sae", "n_points", "seed"):
+        frame[c] = pd.to_numeric(frame[c])
+    return frame
+
+
+def test_paper_tables_are_transcribed_as_printed():
+    tables = paper.load()
+    assert len(tables) == 15 and all(len(t) for t in tables.values())
+    main = tables["tab:main_results"]
+    cell = main[(main["method"] == "SOTER") & (main["dataset"] == "MIT-BIH") & (main["metric"] == "RMSE")]
+    assert cell[["value", "std"]].values.tolist() == [["1.29", "0.22"]]  # \pmstd{\mathbf{1.29^{*}}}{0.22}
+    assert len(main) == 21 * 12 and (main["scale"] == 100).all()
+    win24 = tables["tab:e-win24"]
+    assert "Timer" not in set(win24["method"])  # printed "/" (not supported): no row
+    imp = tables["tab:e-imp75"]
+    assert imp[(imp["method"] == "SOTER") & (imp["dataset"] == "HeartRate") & (imp["metric"] == "RMSE")][
+        "value"].tolist() == ["0.0546"]
+    exposure = tables["tab:pretraining_exposure"]
+    assert set(exposure["exposure"]) == {"10%", "25%", "50%", "75%", "100%"}
+    assert tables["tab:eval-stats"].query("metric == 'NPE'")["value"].tolist() == [
+        "0.469", "0.878", "0.643", "0.646", "0.334", "0.618"]
+
+
+@pytest.mark.skipif(not TEX.is_file(), reason=f"{TEX} not beside the checkout")
+def test_committed_transcription_matches_the_paper(tmp_path):
+    paper.write(TEX, tmp_path)
+    for f in sorted(tmp_path.glob("*.csv")):
+        assert f.read_text() == (paper.PAPER_DIR / f.name).read_text(), f.name
+
+
+def test_our_cells_use_paper_names_scales_and_pooling():
+    ours = our_cells(fixed_records())
+    soter = ours[(ours["table"] == "tab:main_results") & (ours["method"] == "SOTER") & (ours["metric"] == "RMSE")]
+    per_window = [np.sqrt(((0.01 + 0.002 * w) ** 2 + (0.011 + 0.002 * w) ** 2) / 2) for w in range(4)]
+    assert soter["dataset"].tolist() == ["MIT-BIH"]
+    assert soter["ours"].iloc[0] == pytest.approx(100 * np.mean(per_window))
+    assert soter["ours_std"].iloc[0] == pytest.approx(100 * np.std(per_window, ddof=1))
+    last = ours[(ours["table"] == "tab:main_results") & (ours["model"] == "last-value") & (ours["metric"] == "RMSE")]
+    assert last["status"].iloc[0] == "partial" and "3 of 4" in last["reason"].iloc[0]
+    w64 = ours[(ours["table"] == "tab:e-win64") & (ours["model"] == "last-value")]
+    assert w64["ours"].isna().all() and (w64["status"] == "error").all()
+    tirex = ours[(ours["method"] == "TiRex") & (ours["table"] == "tab:main_results")]
+    assert tirex["ours"].isna().all() and (tirex["status"] == "unavailable").all()
+
+
+def test_golden_markdown_and_latex(tmp_path):
+    frame = fixed_records()
+    (_, table), = task_tables(frame, "forecasting")
+    ptable = paper.load()["tab:main_results"]
+    ours = our_cells(frame)
+    merged = compare(ptable, ours)
+    md = comparison_markdown("tab:main_results", "caption", merged, ours.iloc[:0])
+    got = {"forecasting.md": render(table, "markdown"), "forecasting.tex": render(table, "latex"),
+           "comparison_main_results.md": md}
+    for name, text in got.items():
+        assert text == (FIXTURES / name).read_text(), name
+
+
+def test_report_never_crashes_and_lists_what_it_could_not_produce(tmp_path):
+    results = tmp_path / "run"
+    results.mkdir()
+    fixed_records().to_csv(results / "records.csv", index=False)
+    report = write_report(results, tmp_path / "out").read_text()
+    assert "tab:main_results: 2 of 252 cells compared" in report  # SOTER's RMSE and MAE on MIT-BIH
+    assert "tab:ablation: needs the ablation study" in report
+    assert "figure: gate similarity: needs a trained SOTER" in report
+    assert (tmp_path / "out" / "tables" / "forecasting.tex").is_file()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "tab:main_results: this run has no records" in write_report(empty, tmp_path / "out2").read_text()
