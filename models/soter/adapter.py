@@ -85,3 +85,14 @@ def load_random_tiny(seed: int = 0, rollout: str = "autoregressive", per_channel
     cfg: SoterConfig = preset(config)
     return SoterAdapter(SoterModel(cfg), name=f"{config}-random", rollout=rollout, per_channel=per_channel,
                         source=f"random initialisation, seed {seed}")
+
+
+def load_authors(weights: str | Path | None = None, rollout: str = "autoregressive", per_channel: bool = False,
+                 device: str = "cpu", **_: object) -> SoterAdapter:
+    """The authors' released checkpoint from a local folder (``--weights soter-authors=DIR``)."""
+    from models.soter.authors import from_authors
+
+    if not weights:
+        raise ValueError("soter-authors needs --weights soter-authors=DIR")
+    return SoterAdapter(from_authors(weights), name="soter-authors", rollout=rollout, per_channel=per_channel,
+                        device=device, source=f"authors' checkpoint {weights}")

@@ -38,3 +38,27 @@ register(ModelSpec(
     description="RANDOM WEIGHTS - a randomly initialised soter-tiny for tests and smoke runs only, not SOTER results",
     licence="n/a (random weights)", tasks=("forecasting", "imputation", "noise", "classification"),
 ))
+
+
+def check_authors_checkpoint(weights: str | Path | None = None, **_: object) -> str | None:
+    from models.soter.authors import HUB_ID
+
+    how = (f"download it on a machine with internet (`huggingface-cli download {HUB_ID} --local-dir DIR`), "
+           "copy DIR here and pass --weights soter-authors=DIR")
+    if not weights:
+        return f"the authors' SOTER checkpoint is not bundled: {how}"
+    folder = Path(weights).expanduser()
+    files = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+    if (folder / "config.json").is_file() and any((folder / f).is_file() for f in files):
+        return None
+    return f"{folder}: needs config.json and model.safetensors (or pytorch_model.bin); {how}"
+
+
+register(ModelSpec(
+    name="soter-authors", factory="models.soter.adapter:load_authors", family="soter", default=False,
+    description="SOTER with the authors' released weights (SII-fkchen/SOTER, their config incl. 12 layers), "
+                "loaded through a parameter-name map (docs/soter-parity.md)",
+    licence="see the authors' model card (SII-fkchen/SOTER on Hugging Face; not checked here)",
+    check="models.soter.registration:check_authors_checkpoint",
+    tasks=("forecasting", "imputation", "noise", "classification"),
+))
