@@ -106,10 +106,16 @@ def tiny_tirex(tmp_path_factory):
                               "input_ff_dim": 32},
              "train_ctx_len": 128}
     model = TiRexZero(backend="torch", **hyper)
-    for module in model.modules():  # the sLSTM cell's weights start as torch.empty
+    # The sLSTM cell's kernel and bias and its head-wise gate projections start as torch.empty:
+    # uninitialised memory, finite or not depending on the machine. Give every one a fixed value.
+    for module in model.modules():
         if hasattr(module, "_recurrent_kernel_"):
             torch.nn.init.normal_(module._recurrent_kernel_, std=0.1)
             torch.nn.init.zeros_(module._bias_)
+        if type(module).__name__ == "LinearHeadwiseExpand":
+            torch.nn.init.normal_(module.weight, std=0.1)
+    params = torch.cat([p.detach().flatten() for p in model.parameters()])
+    assert torch.isfinite(params).all() and params.abs().max() < 10, "a TiRex parameter is still uninitialised"
     folder = tmp_path_factory.mktemp("tiny-random-tirex")
     torch.save({"hyper_parameters": hyper, "state_dict": model.state_dict()}, folder / "model.ckpt")
     return folder
