@@ -46,8 +46,12 @@ def name_pairs(cfg: SoterConfig) -> list[tuple[str, str]]:
     return pairs
 
 
-def convert_config(data: dict[str, Any]) -> SoterConfig:
-    """Their config.json -> ours; a setting ours cannot express is a ConfigError naming it."""
+def convert_config(data: dict[str, Any], time_normalisation: str = "authors") -> SoterConfig:
+    """Their config.json -> ours; a setting ours cannot express is a ConfigError naming it.
+
+    ``time_normalisation="authors"`` (default) repeats their float32 CT-RoPE positions, so that
+    their weights see the positions they were trained with; ``"official"`` is our default rule.
+    """
     def get(key: str, default: Any) -> Any:
         return data.get(key, default)
 
@@ -74,16 +78,17 @@ def convert_config(data: dict[str, Any]) -> SoterConfig:
         bad.append(f"ci_layers {ci} + cd_layers {cd} do not cover the {layers} layers once")
     if bad:
         raise ConfigError("the authors' config sets what this model cannot express: " + "; ".join(bad))
-    impl = {"for_loop": "loop", "prefix_parallel": "fast"}.get(str(get("dft_router_impl", "for_loop")).lower(), "fast")
+    # their "for_loop" and "prefix_parallel" routers compute the same logits; ours is the fast prefix
+    # DFT (tested against the reference loop), whichever they name
     return SoterConfig(
         hidden_size=int(get("hidden_size", 256)), num_heads=heads, intermediate_size=int(get("intermediate_size", 512)),
         num_layers=layers, cd_layer=cd[0] if cd else None, num_experts=int(get("num_experts", 6)),
         top_k=int(get("num_experts_per_tok", 2)), rms_norm_eps=float(get("rms_norm_eps", 1e-6)),
-        rope_theta=float(get("rope_theta", 10000)), dft_impl=impl,
+        rope_theta=float(get("rope_theta", 10000)),
         decoder_hidden=tuple(int(d) for d in get("ode_func_hidden_dims", [128, 128])),
         control=int(get("cde_control_dim", 0)) > 0, solver=str(get("ode_solver_method", "dopri5")),
         rtol=float(get("ode_solver_rtol", 1e-6)), atol=float(get("ode_solver_atol", 1e-6)),
-        initializer_range=float(get("initializer_range", 0.02)),
+        initializer_range=float(get("initializer_range", 0.02)), time_normalisation=time_normalisation,
     )
 
 

@@ -24,7 +24,9 @@ class SoterConfig:
     top_k: int = 2
     rms_norm_eps: float = 1e-6
     rope_theta: float = 10000.0
-    time_normalisation: str = "official"  # "official": per-row min-max to [0, T-1] on a 0.1 grid; "none"
+    # "official": per-row min-max to [0, T-1] on a 0.1 grid (float64); "authors": the same rule in
+    # the authors' float32 arithmetic with their 1e-4 tie fix (parity); "none": raw seconds
+    time_normalisation: str = "official"
     # routing
     router: str = "psd"  # "psd" (the paper) | "learned" (ablation: softmax gate + load-balancing loss)
     dft_length: int = 512  # N: bins 0..N/2
@@ -58,7 +60,7 @@ class SoterConfig:
         if self.num_experts > self.dft_length // 2 + 1:
             raise ConfigError("more experts than DFT bins")
         choices = {"router": ("psd", "learned"), "dft_impl": ("fast", "torch", "loop"),
-                   "time_normalisation": ("official", "none"),
+                   "time_normalisation": ("official", "authors", "none"),
                    "shared_expert_input": ("window_mean", "causal_mean")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:

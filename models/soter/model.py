@@ -13,7 +13,7 @@ from models.soter.config import SoterConfig
 from models.soter.decoder import Decoder
 from models.soter.layers import GatedEmbedding, RMSNorm
 from models.soter.moe import MixtureOfExperts
-from models.soter.rope import normalise_timestamps, rotary_angles
+from models.soter.rope import normalise_timestamps, normalise_timestamps_authors, rotary_angles, rotary_angles_authors
 from models.soter.spline import NaturalCubicSpline
 
 
@@ -64,13 +64,19 @@ class SoterModel(nn.Module):
     def positions(self, timestamps: torch.Tensor) -> torch.Tensor:
         if self.config.time_normalisation == "official":
             return normalise_timestamps(timestamps)
+        if self.config.time_normalisation == "authors":
+            return normalise_timestamps_authors(timestamps)
         return timestamps.double()
+
+    def rotary(self, timestamps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        angles = rotary_angles_authors if self.config.time_normalisation == "authors" else rotary_angles
+        return angles(self.positions(timestamps), self.config.head_dim, self.config.rope_theta)
 
     def encode(self, values: torch.Tensor, timestamps: torch.Tensor) -> Encoded:
         """values [B, C, T] (missing points zero-filled), timestamps [B, T] seconds."""
         b, c, t = values.shape
         x = self.embed(values.reshape(b * c, t, 1).to(self.embed.gate.weight.dtype))
-        cos, sin = rotary_angles(self.positions(timestamps), self.config.head_dim, self.config.rope_theta)
+        cos, sin = self.rotary(timestamps)
         rotary = (cos.repeat_interleave(c, dim=0), sin.repeat_interleave(c, dim=0))
         aux = x.new_zeros(())
         experts = []

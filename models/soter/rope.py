@@ -4,6 +4,11 @@ The official code normalises each row's timestamps to [0, T-1] (min-max), snaps 
 0.1 grid and forces them strictly increasing; with regular sampling this reproduces the
 token indices, so CT-RoPE equals standard RoPE there.  ``time_normalisation="none"`` uses
 the raw timestamps (seconds) as positions.
+
+Two renderings of the official rule: ``official`` (the default) computes in float64 and moves a
+tie up by one grid step; ``authors`` repeats the authors' arithmetic operation for operation
+(float32 positions and angles, ties and reversals moved up by 1e-4 one step at a time), for
+bit-level parity with their code and their released checkpoint (docs/soter-parity.md).
 """
 
 from __future__ import annotations
@@ -24,6 +29,29 @@ def normalise_timestamps(t: torch.Tensor, step: float = 0.1) -> torch.Tensor:
     ramp = step * torch.arange(n, dtype=t.dtype, device=t.device)
     pos = torch.cummax(pos - ramp, dim=-1).values + ramp
     return pos
+
+
+def normalise_timestamps_authors(t: torch.Tensor, step: float = 0.1, tie: float = 1e-4) -> torch.Tensor:
+    """The authors' float32 rule: per-row nan-min/max, scale to [0, T-1], snap, then each position
+    that does not exceed its predecessor becomes the predecessor plus ``tie``."""
+    t = t.float()
+    n = t.shape[-1]
+    lo, hi = t.amin(-1, keepdim=True), t.amax(-1, keepdim=True)
+    scaled = (t - lo) / (hi - lo).clamp(min=1e-8) * float(n - 1)
+    pos = torch.round(torch.nan_to_num(scaled, nan=0.0) / step) * step
+    for i in range(1, n):  # sequential, as theirs: a later fix sees the earlier one
+        prev = pos[..., i - 1]
+        pos[..., i] = torch.where(pos[..., i] <= prev, prev + tie, pos[..., i])
+    return pos
+
+
+def rotary_angles_authors(positions: torch.Tensor, head_dim: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin as the authors compute them: inverse frequencies and angles in float32."""
+    inv_freq = 1.0 / (float(theta) ** (torch.arange(0, head_dim, 2, dtype=torch.float32, device=positions.device)
+                                      / head_dim))
+    freqs = positions.float()[..., None] * inv_freq
+    emb = torch.cat([freqs, freqs], dim=-1)
+    return emb.cos(), emb.sin()
 
 
 def rotary_angles(positions: torch.Tensor, head_dim: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
