@@ -33,6 +33,10 @@ class SoterConfig:
     dft_impl: str = "fast"  # "fast": fused numba kernel on CPU, chunked prefix sums on GPU | "torch" | "loop"
     router_aux_loss_coef: float = 0.01  # learned router only
     shared_expert_input: str = "window_mean"  # "window_mean" (the paper) | "causal_mean" (per-position causal)
+    # "auto": grouped for CPU inference, dense elsewhere; "dense": every expert on every token, zero
+    # weights for the others (no host syncs: GPU; every expert gets a gradient: DDP/FSDP training);
+    # "grouped": each expert on its routed tokens only. Same sums.
+    expert_execution: str = "auto"
     # decoder
     decoder_hidden: tuple[int, ...] = (128, 128)
     control: bool = True  # False: no control block at all (pure Neural ODE ablation)
@@ -61,7 +65,8 @@ class SoterConfig:
             raise ConfigError("more experts than DFT bins")
         choices = {"router": ("psd", "learned"), "dft_impl": ("fast", "torch", "loop"),
                    "time_normalisation": ("official", "authors", "none"),
-                   "shared_expert_input": ("window_mean", "causal_mean")}
+                   "shared_expert_input": ("window_mean", "causal_mean"),
+                   "expert_execution": ("auto", "dense", "grouped")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")

@@ -41,13 +41,54 @@ class MixtureOfExperts(nn.Module):
         steps = torch.arange(1, x.shape[1] + 1, device=x.device, dtype=x.dtype)[None, :, None]
         return torch.cumsum(x, dim=1) / steps  # option: the mean of the causal prefix
 
+    def grouped(self, x: torch.Tensor) -> bool:
+        """``auto``: grouped for CPU inference only. Under autograd an expert that receives no token
+        gets no gradient at all, which DistributedDataParallel and FSDP reject."""
+        mode = self.cfg.expert_execution
+        return mode == "grouped" or (mode == "auto" and x.device.type == "cpu" and not torch.is_grad_enabled())
+
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """x [R, T, H] -> (output, auxiliary loss, chosen experts [R, T, k])."""
         logits, idx, w, aux = self.route(x)
+        shared = self.shared(self.shared_input(x)).expand_as(x)
+        if self.grouped(x):
+            return self._grouped(x, shared, idx, w), aux, idx
         # dense combine weights [R, T, E] (zero for experts not chosen): no host syncs
         combine = torch.zeros(*x.shape[:-1], self.cfg.num_experts, dtype=x.dtype, device=x.device)
         combine.scatter_(-1, idx, w)
-        out = self.shared(self.shared_input(x)).expand_as(x)
+        out = shared
         for e, expert in enumerate(self.experts):
             out = out + combine[..., e:e + 1] * expert(x)
         return out, aux, idx
+
+    def _grouped(self, x: torch.Tensor, shared: torch.Tensor, idx: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        """The dense sum without its zero terms: tokens sorted by expert, each expert applied once to
+        its contiguous slice (only routings with a non-zero weight), results copied back into one
+        slot per routing, and the slots added onto the shared output in ascending expert order,
+        which is the order of the dense sum: the same additions (a matmul over a subset of rows may
+        round its last bit differently)."""
+        hidden, k = x.shape[-1], idx.shape[-1]
+        flat = x.reshape(-1, hidden)
+        n = flat.shape[0]
+        top, order = torch.sort(idx.reshape(n, k), dim=-1)  # per token: experts ascending
+        weight = torch.gather(w.reshape(n, k), -1, order)
+        keep = (weight != 0).reshape(-1)
+        expert = top.reshape(-1)[keep]
+        flat_pos = torch.arange(n * k, device=x.device)[keep]
+        token, rank = flat_pos // k, flat_pos % k
+        by_expert = torch.argsort(expert, stable=True)
+        token, rank, expert = token[by_expert], rank[by_expert], expert[by_expert]
+        wts = weight.reshape(-1)[flat_pos[by_expert]]
+        counts = torch.bincount(expert, minlength=self.cfg.num_experts).tolist()
+        inputs = flat.index_select(0, token)
+        pieces, start = [], 0
+        for e, count in enumerate(counts):
+            if count:
+                pieces.append(self.experts[e](inputs[start:start + count]))
+            start += count
+        routed = torch.cat(pieces) * wts[:, None] if pieces else inputs[:0]
+        slots = flat.new_zeros(k * n, hidden).index_copy(0, rank * n + token, routed).view(k, n, hidden)
+        out = shared.reshape(-1, hidden)
+        for r in range(k):
+            out = out + slots[r]
+        return out.view_as(x)

@@ -39,6 +39,8 @@ def normalise_timestamps_authors(t: torch.Tensor, step: float = 0.1, tie: float 
     lo, hi = t.amin(-1, keepdim=True), t.amax(-1, keepdim=True)
     scaled = (t - lo) / (hi - lo).clamp(min=1e-8) * float(n - 1)
     pos = torch.round(torch.nan_to_num(scaled, nan=0.0) / step) * step
+    if n < 2 or bool(torch.all(pos[..., 1:] > pos[..., :-1])):
+        return pos  # nothing to fix (the usual case)
     for i in range(1, n):  # sequential, as theirs: a later fix sees the earlier one
         prev = pos[..., i - 1]
         pos[..., i] = torch.where(pos[..., i] <= prev, prev + tie, pos[..., i])

@@ -66,8 +66,7 @@ def prefix_dft(h: torch.Tensor, n: int, impl: str = "fast") -> torch.Tensor:
 
 def band_logits(p: torch.Tensor, num_experts: int) -> torch.Tensor:
     """[R, T, K] -> [R, T, E]: sum of each contiguous, near-equal band of bins."""
-    bands = torch.tensor_split(torch.arange(p.shape[-1], device=p.device), num_experts)
-    return torch.stack([p[..., idx].sum(-1) for idx in bands], dim=-1)
+    return torch.stack([band.sum(-1) for band in torch.tensor_split(p, num_experts, dim=-1)], dim=-1)
 
 
 def psd_route(h: torch.Tensor, num_experts: int, top_k: int, n: int, impl: str = "fast"

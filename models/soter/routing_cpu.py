@@ -3,7 +3,7 @@
 For every row and frequency bin it keeps the running real and imaginary sums of the H hidden
 dimensions in cache while walking forward in time, so nothing of size [R, T, K, H] is ever
 written: the eager torch version is memory-bound (about 38 s per layer at R = 64, T = 128,
-H = 256 on one core), this one is compute-bound (see BENCHMARKS.md).
+H = 256 on one core), this one is compute-bound (see BENCHMARKS.md).  Sums run in the input's precision.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ if numba is not None:
         for job in numba.prange(r_n * k_n):
             r = job // k_n
             k = job % k_n
-            re = np.zeros(d_n, dtype=np.float64)
-            im = np.zeros(d_n, dtype=np.float64)
+            re = np.zeros(d_n, dtype=h.dtype)  # float32 input: float32 sums, as the authors' complex64
+            im = np.zeros(d_n, dtype=h.dtype)
             for t in range(t_n):
                 c = cos[t, k]
                 s = sin[t, k]
@@ -48,7 +48,8 @@ def available() -> bool:
 
 
 def prefix_dft_numba(h: np.ndarray, n: int) -> np.ndarray:
-    """[R, T, H] -> p [R, T, N/2+1]; sums in float64."""
+    """[R, T, H] -> p [R, T, N/2+1]; running sums in the input's precision (float32 halves the
+    time; the phases are computed in float64 and rounded once), the mean over H in float64."""
     t = h.shape[1]
     angle = 2 * math.pi * np.outer(np.arange(t, dtype=np.float64), np.arange(n // 2 + 1, dtype=np.float64)) / n
-    return _prefix_dft(np.ascontiguousarray(h), np.cos(angle), np.sin(angle))
+    return _prefix_dft(np.ascontiguousarray(h), np.cos(angle).astype(h.dtype), np.sin(angle).astype(h.dtype))

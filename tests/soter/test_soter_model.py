@@ -323,3 +323,48 @@ def test_attention_module_is_causal():
     x2 = x.clone()
     x2[:, 6:] += 1.0
     torch.testing.assert_close(attn(x2, (cos, sin), causal=True)[:, :6], y[:, :6])
+
+
+@pytest.mark.parametrize("router", ["psd", "learned"])
+def test_grouped_experts_equal_the_dense_sum(router):
+    """Grouped execution (each expert on its routed tokens, zero-weight routings skipped) makes the
+    same additions in the same order as the dense sum; only a matmul over a subset of rows may round
+    its last bit differently."""
+    cfg = TINY.replace(router=router)
+    dense = _model(cfg.replace(expert_execution="dense"), dtype=torch.float32).train()
+    grouped = _model(cfg.replace(expert_execution="grouped"), dtype=torch.float32).train()
+    grouped.load_state_dict(dense.state_dict())
+    values, times = _inputs(b=3, c=2, t=40, dtype=torch.float32)
+    a, b = dense.encode(values, times), grouped.encode(values, times)
+    torch.testing.assert_close(b.hidden, a.hidden, rtol=1e-6, atol=1e-6)
+    assert all(torch.equal(x, y) for x, y in zip(a.experts, b.experts))
+    (a.hidden.square().sum() + a.aux_loss).backward()
+    (b.hidden.square().sum() + b.aux_loss).backward()
+    grads = [(name, torch.zeros_like(p) if p.grad is None else p.grad, torch.zeros_like(q) if q.grad is None else q.grad)
+             for (name, p), q in zip(dense.named_parameters(), grouped.parameters())]
+    scale = max(gp.abs().max().item() for _, gp, _ in grads)  # (attention key biases have gradient ~0)
+    for name, gp, gq in grads:
+        torch.testing.assert_close(gq, gp, rtol=1e-4, atol=1e-5 * scale, msg=name)
+    assert TINY.expert_execution == "auto"  # grouped for CPU inference, dense in training and on GPU
+    auto = _model(dtype=torch.float32).blocks[0].moe
+    with torch.no_grad():
+        assert auto.grouped(values)
+    assert not auto.grouped(values)  # gradients on: dense, so every expert gets one (DDP, FSDP)
+
+
+def test_grouped_experts_skip_zero_weights_only():
+    """A routing whose softmax weight underflowed to 0 contributes nothing either way."""
+    from models.soter.moe import MixtureOfExperts
+
+    torch.manual_seed(1)
+    moe = MixtureOfExperts(TINY.replace(expert_execution="grouped"))
+    x = torch.randn(2, 12, TINY.hidden_size)
+    idx = torch.randint(0, TINY.num_experts, (2, 12, 1)).repeat(1, 1, 2)
+    idx[..., 1] = (idx[..., 0] + 1) % TINY.num_experts
+    w = torch.rand(2, 12, 2)
+    w[0, :, 1] = 0.0
+    shared = moe.shared(moe.shared_input(x)).expand_as(x)
+    dense = shared.clone()
+    for e, expert in enumerate(moe.experts):
+        dense = dense + ((idx == e).float() * w).sum(-1, keepdim=True) * expert(x)
+    torch.testing.assert_close(moe._grouped(x, shared, idx, w), dense, rtol=1e-6, atol=1e-6)
