@@ -128,6 +128,7 @@ def ensure_env(spec: EnvSpec, log=None) -> Path:
                 out.flush()
                 if subprocess.run([str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT,
                                   env=_clean_env()).returncode != 0:
+                    out.flush()
                     raise EnvironmentCreationError(
                         f"creating the {spec.name} environment failed at `{' '.join(map(str, cmd))}`; "
                         f"log: {install_log}\n{_tail(install_log.read_text(errors='replace'))}")
