@@ -138,7 +138,8 @@ _ISOLATED = "baselines.isolated:IsolatedForecaster"
 _ISOLATED_CHECK = "baselines.isolated:check"
 _MOMENT_NOTES = ("runs in its own virtual environment (momentfm 0.1.4 pins transformers 4.33.3 and numpy 1.25.2; "
                  "baselines/envs/moment.txt), created on first use; forecasts by zero-shot masked reconstruction "
-                 "of the appended horizon (the released checkpoints carry only the reconstruction head)")
+                 "of a 64-step masked block after the context (the released checkpoints carry only the reconstruction "
+                 "head)")
 _MOIRAI_NOTES = ("runs in its own virtual environment (uni2ts 2.0.0 installed --no-deps beside torch 2.13, its other "
                  "requirements pinned by hand: baselines/envs/moirai.txt), created on first use; channels forecast "
                  "jointly")
@@ -158,7 +159,9 @@ for card in (
       for size, params in (("Small", "117.0M"), ("Base", "935.1M"))),
     Card("moirai-2.0-small", "Moirai2.0-Small", "11.39M", "Salesforce/moirai-2.0-R-small", source="Hugging Face",
          licence="CC-BY-NC-4.0 (weights; non-commercial)", requires=(), extra=None, files=_HF_FILES,
-         capabilities=Capabilities(multivariate=True), notes=_MOIRAI_NOTES + "; point forecast: its 0.5 quantile",
+         capabilities=Capabilities(multivariate=False),
+         notes=_MOIRAI_NOTES.replace("; channels forecast jointly", "") + "; per channel (uni2ts 2.0.0's Moirai2Forecast "
+               "handles one target only: its recursive path fails for several); point forecast: its 0.5 quantile",
          options={"env": "moirai", "worker": "moirai_worker.py", "worker_options": {"family": "moirai2"}}),
 ):
     register_card(card, _ISOLATED, check=_ISOLATED_CHECK)

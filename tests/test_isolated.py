@@ -197,6 +197,7 @@ def test_the_cards_describe_the_isolated_run():
     assert caps.embed and not caps.multivariate and caps.max_context == 512
     assert "masked reconstruction" in get_spec("moment-large").description
     assert "--no-deps" in get_spec("moirai-moe-base").description
-    assert get_spec("moirai-2.0-small").model_capabilities().multivariate
+    assert get_spec("moirai-moe-small").model_capabilities().multivariate
+    assert not get_spec("moirai-2.0-small").model_capabilities().multivariate  # uni2ts: one target only
     for name in ISOLATED:
         assert dataclasses.asdict(get_spec(name))["requires"] == ()  # the libraries live in their environment

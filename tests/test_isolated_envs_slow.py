@@ -115,9 +115,10 @@ def test_moirai_end_to_end(name, family, tmp_path):
     python = _env("moirai")
     folder = tmp_path / f"tiny-{family}"
     _tiny(python, TINY_MOIRAI, family, str(folder))
-    spec = _with(name, folder, worker_options={"family": family, "num_samples": 20})
+    # small sample count and span: the tiny MoE still takes seconds per forward pass on two CPU cores
+    spec = _with(name, folder, worker_options={"family": family, "num_samples": 10, "span": 16})
     assert spec.status() == (READY, None)
-    check_forecast_contract(spec, t=32, h=24, b=2, c=2, atol=1e-5)
+    check_forecast_contract(spec, t=32, h=16, b=2, c=2, atol=1e-5)
     info = spec.load().describe()
     assert info["uni2ts"] == "2.0.0" and info["torch"].startswith("2.13") and info["family"] == family
     batch = _series(2, 3, 32)
