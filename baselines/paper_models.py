@@ -5,8 +5,11 @@
   ``--trust-remote-code NAME`` (and ``--weights NAME=DIR``): :class:`RemoteCodeForecaster`. Their
   code was written for transformers 4.40 (Timer, MIRA, TimeMoE say so); newer transformers may
   fail to load it, which then shows as that model's ``error`` rows.
-* Models whose library does not install beside torch 2.13 and this project (MOMENT, Moirai,
-  TTM, Lag-Llama, TimesFM 1.0/2.0) or that ship only research code (NormWear, TF-C) are declared
+* MOMENT and Moirai (Moirai-MoE, Moirai 2.0), whose libraries conflict with this project, run in
+  their own cached virtual environment through a worker (:mod:`baselines.isolated`,
+  docs/isolated-environments.md); without weights their status is ``needs weights``.
+* Models whose library does not install beside torch 2.13 and this project (TTM, Lag-Llama,
+  TimesFM 1.0/2.0) or that ship only research code (NormWear, TF-C) are declared
   with what they need; their status is ``needs environment`` (or ``needs package``) and loading one
   raises :class:`ModelUnavailableError` with that text. No adapter falls back to random weights.
 
@@ -130,14 +133,40 @@ for card in (
 ):
     register_card(card, _REMOTE)
 
-# ------------------------------------------------------------------ need their own environment
-_MOMENT_ENV = ("momentfm 0.1.4 pins transformers==4.33.3, huggingface-hub==0.24.0 and numpy==1.25.2, so it needs a "
-               "separate virtual environment (not set up by this project yet); its released checkpoints carry "
-               "only the reconstruction head: forecasting needs a fitted head or masked reconstruction, and no "
-               "adapter for that is written yet")
-_MOIRAI_ENV = ("uni2ts 2.0.0 pins torch<2.5, gluonts~=0.14.3 and numpy~=1.26 and needs jax, so it needs a separate "
-               "virtual environment with an older torch; no adapter for it is written yet (Moirai-MoE's router "
-               "centroids start as torch.empty and need initialising in tests)")
+# ------------------------------------------------------------------ their own environment (baselines/isolated.py)
+_ISOLATED = "baselines.isolated:IsolatedForecaster"
+_ISOLATED_CHECK = "baselines.isolated:check"
+_MOMENT_NOTES = ("runs in its own virtual environment (momentfm 0.1.4 pins transformers 4.33.3 and numpy 1.25.2; "
+                 "baselines/envs/moment.txt), created on first use; forecasts by zero-shot masked reconstruction "
+                 "of a 64-step masked block after the context (the released checkpoints carry only the reconstruction "
+                 "head)")
+_MOIRAI_NOTES = ("runs in its own virtual environment (uni2ts 2.0.0 installed --no-deps beside torch 2.13, its other "
+                 "requirements pinned by hand: baselines/envs/moirai.txt), created on first use; channels forecast "
+                 "jointly")
+
+for card in (
+    *(Card(f"moment-{size.lower()}", f"MOMENT-{size}", params, f"AutonLab/MOMENT-1-{size.lower()}",
+           source="Hugging Face", licence="MIT (weights)", requires=(), extra=None, files=_HF_FILES,
+           capabilities=Capabilities(multivariate=False, min_context=8, max_context=512, embed=True),
+           tasks=("forecasting", "imputation", "noise", "classification"), notes=_MOMENT_NOTES,
+           options={"env": "moment", "worker": "moment_worker.py"})
+      for size, params in (("Small", "35.34M"), ("Base", "109.6M"), ("Large", "341.3M"))),
+    *(Card(f"moirai-moe-{size.lower()}", f"MoiraiMoE-{size}", params, f"Salesforce/moirai-moe-1.0-R-{size.lower()}",
+           source="Hugging Face", licence="CC-BY-NC-4.0 (weights; non-commercial)", requires=(), extra=None,
+           files=_HF_FILES, capabilities=Capabilities(multivariate=True), native_horizon=16,
+           notes=_MOIRAI_NOTES + "; point forecast: median of 100 seeded sample paths (patch size 16)",
+           options={"env": "moirai", "worker": "moirai_worker.py", "worker_options": {"family": "moirai-moe"}})
+      for size, params in (("Small", "117.0M"), ("Base", "935.1M"))),
+    Card("moirai-2.0-small", "Moirai2.0-Small", "11.39M", "Salesforce/moirai-2.0-R-small", source="Hugging Face",
+         licence="CC-BY-NC-4.0 (weights; non-commercial)", requires=(), extra=None, files=_HF_FILES,
+         capabilities=Capabilities(multivariate=False),
+         notes=_MOIRAI_NOTES.replace("; channels forecast jointly", "") + "; per channel (uni2ts 2.0.0's Moirai2Forecast "
+               "handles one target only: its recursive path fails for several); point forecast: its 0.5 quantile",
+         options={"env": "moirai", "worker": "moirai_worker.py", "worker_options": {"family": "moirai2"}}),
+):
+    register_card(card, _ISOLATED, check=_ISOLATED_CHECK)
+
+# ------------------------------------------------------------------ need their own environment (no adapter yet)
 _TTM_ENV = ("granite-tsfm 0.3.3-0.3.11 pin torch<2.12; 0.3.2 accepts torch 2.13 but pulls transformers down to 4.56, "
             "so it needs a separate virtual environment; no adapter for it is written yet")
 _LAG_ENV = ("Lag-Llama is not on PyPI: it needs its public code (github.com/time-series-foundation-models/lag-llama) "
@@ -146,18 +175,6 @@ _TFM1_ENV = ("TimesFM 1.0 and 2.0 need the timesfm 1.x API (timesfm.TimesFm), wh
              "TimesFM 2.5) no longer has: a separate environment with timesfm 1.x; no adapter for it is written yet")
 
 for card in (
-    *(Card(f"moment-{size.lower()}", f"MOMENT-{size}", params, f"AutonLab/MOMENT-1-{size.lower()}",
-           source="Hugging Face", licence="MIT (weights)", requires=("momentfm",), extra=None, files=_HF_FILES,
-           environment=_MOMENT_ENV, capabilities=Capabilities(multivariate=False, max_context=512, embed=True),
-           tasks=("forecasting", "imputation", "noise", "classification"))
-      for size, params in (("Small", "35.34M"), ("Base", "109.6M"), ("Large", "341.3M"))),
-    *(Card(f"moirai-moe-{size.lower()}", f"MoiraiMoE-{size}", params, f"Salesforce/moirai-moe-1.0-R-{size.lower()}",
-           source="Hugging Face", licence="CC-BY-NC-4.0 (weights; non-commercial)", requires=("uni2ts",), extra=None,
-           files=_HF_FILES, environment=_MOIRAI_ENV, capabilities=Capabilities(multivariate=True))
-      for size, params in (("Small", "117.0M"), ("Base", "935.1M"))),
-    Card("moirai-2.0-small", "Moirai2.0-Small", "11.39M", "Salesforce/moirai-2.0-R-small", source="Hugging Face",
-         licence="CC-BY-NC-4.0 (weights; non-commercial)", requires=("uni2ts",), extra=None, files=_HF_FILES,
-         environment=_MOIRAI_ENV, capabilities=Capabilities(multivariate=True)),
     Card("ttm", "TTM", "0.805M", "ibm-granite/granite-timeseries-ttm-r1", source="Hugging Face",
          licence="Apache-2.0 (weights)", requires=("tsfm_public",), extra=None, files=_HF_FILES, environment=_TTM_ENV,
          capabilities=_PER_CHANNEL),

@@ -1,0 +1,1 @@
+"""Worker scripts run by isolated environments (see baselines/isolated.py); never imported here."""

@@ -1,0 +1,69 @@
+"""The worker side of the isolated-environment protocol (stdlib + numpy only).
+
+A worker runs under another virtual environment's Python, so it must not import this project:
+it is started as a script and imports this file from its own folder. Control messages are one
+JSON object per line; arrays travel as ``.npy`` files in a directory both sides can read, loaded
+with ``allow_pickle=False`` so nothing executable ever crosses the boundary.
+
+Protocol (the parent writes to the worker's stdin, the worker answers on the original stdout):
+
+1. ``{"op": "load", "weights": ..., "options": {...}}`` -> ``{"ok": true, "info": {...}}``;
+2. ``{"op": OP, "dir": DIR, "inputs": {NAME: FILE}, "args": {...}}`` -> the worker reads
+   ``DIR/FILE`` for each input, writes its outputs in DIR and answers
+   ``{"ok": true, "outputs": {NAME: FILE}}``;
+3. any failure -> ``{"ok": false, "error": "...", "traceback": "..."}`` (the worker keeps serving);
+4. end of stdin -> the worker exits.
+
+Anything a library prints goes to stderr: the protocol channel is a private copy of stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+Handler = Callable[[dict[str, np.ndarray], dict[str, Any]], dict[str, np.ndarray]]
+
+
+def serve(load: Callable[[str | None, dict[str, Any]], tuple[dict[str, Handler], dict[str, Any]]]) -> None:
+    """Answer requests until stdin closes.
+
+    ``load(weights, options)`` builds the model once and returns the operations it serves
+    (name -> handler taking input arrays and arguments, returning output arrays) and the facts
+    to record beside every result.
+    """
+    channel = os.fdopen(os.dup(1), "w", buffering=1)  # the protocol's own stdout
+    os.dup2(2, 1)  # prints from libraries land on stderr, never in the protocol
+    sys.stdout = sys.stderr
+    handlers: dict[str, Handler] = {}
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+            op = request.get("op")
+            if op == "load":
+                handlers, info = load(request.get("weights"), dict(request.get("options") or {}))
+                reply: dict[str, Any] = {"ok": True, "info": info, "ops": sorted(handlers)}
+            elif op in handlers:
+                folder = Path(request["dir"])
+                inputs = {name: np.load(folder / file, allow_pickle=False)
+                          for name, file in request.get("inputs", {}).items()}
+                outputs = handlers[op](inputs, dict(request.get("args") or {}))
+                files = {}
+                for name, array in outputs.items():
+                    files[name] = f"out-{name}.npy"
+                    np.save(folder / files[name], np.asarray(array), allow_pickle=False)
+                reply = {"ok": True, "outputs": files}
+            else:
+                reply = {"ok": False, "error": f"unknown operation {op!r} (serves {sorted(handlers) or 'load only'})"}
+        except Exception as exc:  # reported to the parent, which raises it with the model's name
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+        channel.write(json.dumps(reply) + "\n")
+        channel.flush()

@@ -1,0 +1,125 @@
+"""End to end: the real MOMENT and Moirai environments, created from baselines/envs/*.txt, and their
+workers forecasting with TINY RANDOMLY INITIALISED models built from the libraries' own classes.
+
+Slow (minutes: each environment is installed from the package index) and skipped unless
+SOTER_BENCH_SLOW=1. Environments go to this session's temporary cache ($SOTER_BENCH_CACHE from
+tests/conftest.py), so every run really creates them. Random weights exist only here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from baselines import isolated
+from models import interface
+from models.registry import READY, get_spec
+from tests.contract_kit import _queries, _series, check_forecast_contract
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(os.environ.get("SOTER_BENCH_SLOW") != "1",
+                                 reason="creates real virtual environments (minutes, package index): SOTER_BENCH_SLOW=1")]
+
+TINY_MOMENT = """
+import sys, torch
+from momentfm import MOMENTPipeline
+torch.manual_seed(0)
+t5 = {"d_model": 32, "d_kv": 8, "d_ff": 64, "num_layers": 2, "num_heads": 4, "vocab_size": 32,
+      "feed_forward_proj": "gated-gelu", "dropout_rate": 0.1, "layer_norm_epsilon": 1e-6,
+      "relative_attention_num_buckets": 32, "relative_attention_max_distance": 128, "is_encoder_decoder": True,
+      "model_type": "t5"}
+config = {"task_name": "reconstruction", "model_name": "MOMENT", "transformer_type": "encoder_only", "d_model": None,
+          "seq_len": 512, "patch_len": 8, "patch_stride_len": 8, "device": "cpu",
+          "transformer_backbone": "google/flan-t5-small", "model_kwargs": {}, "t5_config": t5}
+model = MOMENTPipeline(config, model_kwargs={"task_name": "reconstruction"})
+model.init()
+model.save_pretrained(sys.argv[1])  # config.json + model.safetensors, as AutonLab/MOMENT-1-*
+"""
+
+TINY_MOIRAI = """
+import sys, torch
+family, out = sys.argv[1], sys.argv[2]
+torch.manual_seed(0)
+if family == "moirai-moe":
+    from uni2ts.distribution import (LogNormalOutput, MixtureOutput, NegativeBinomialOutput, NormalFixedScaleOutput,
+                                     StudentTOutput)
+    from uni2ts.model.moirai_moe import MoiraiMoEModule
+    distr = MixtureOutput([StudentTOutput(), NormalFixedScaleOutput(), NegativeBinomialOutput(), LogNormalOutput()])
+    module = MoiraiMoEModule(distr_output=distr, d_model=64, d_ff=64, num_layers=2, patch_sizes=(8, 16, 32, 64, 128),
+                             max_seq_len=512, attn_dropout_p=0.0, dropout_p=0.0)
+    for m in module.modules():  # the router centroids start as torch.empty: initialise them by hand
+        if isinstance(getattr(m, "centroid", None), torch.Tensor):
+            torch.nn.init.normal_(m.centroid)
+else:
+    from uni2ts.model.moirai2 import Moirai2Module
+    module = Moirai2Module(d_model=64, d_ff=64, num_layers=2, patch_size=16, max_seq_len=512, attn_dropout_p=0.0,
+                           dropout_p=0.0, num_predict_token=2)
+module.save_pretrained(out)  # config.json + model.safetensors, as Salesforce/moirai-*
+"""
+
+
+def _env(name: str) -> str:
+    started = time.perf_counter()
+    python = isolated.ensure_env(isolated.ENVS[name])
+    print(f"\n[{name}] environment: {time.perf_counter() - started:.0f} s")
+    assert isolated.env_ready(isolated.ENVS[name])
+    return str(python)
+
+
+def _tiny(python: str, code: str, *args: str) -> None:
+    subprocess.run([python, "-c", code, *args], check=True, env=isolated._clean_env())
+
+
+def _with(name: str, folder, **options) -> object:
+    spec = get_spec(name)
+    return dataclasses.replace(spec, options={**spec.options, "weights": str(folder), **options})
+
+
+def test_moment_end_to_end(tmp_path, capsys):
+    python = _env("moment")
+    assert _env("moment") == python  # cached: returns at once
+    _tiny(python, TINY_MOMENT, str(tmp_path / "tiny-moment"))
+    spec = _with("moment-small", tmp_path / "tiny-moment")
+    assert spec.status() == (READY, None)
+    check_forecast_contract(spec, atol=1e-5)
+
+    model = spec.load()
+    batch = _series(3, 2, 64)
+    assert interface.embed(model, batch).shape == (3, 32)
+    info = model.describe()
+    assert "masked reconstruction" in info["forecast"] and info["momentfm"] == "0.1.4"
+    assert "moment.txt" in info["environment"]
+
+    # the runner treats it like any other model
+    from harness.cli import main
+
+    out = tmp_path / "run"
+    assert main(["run", "forecasting", "--models", "moment-small", "last-value", "--windows", "48/24",
+                 "--weights", f"moment-small={tmp_path / 'tiny-moment'}", "--max-windows-per-subject", "2",
+                 "--out", str(out), "--no-progress"]) == 0
+    import pandas as pd
+
+    records = pd.read_csv(out / "records.csv")
+    rows = records[records.model == "moment-small"]
+    assert len(rows) and (rows.status == "ok").all(), rows[["status", "error"]].to_string()
+    assert "masked reconstruction" in rows.model_info.iloc[0]
+
+
+@pytest.mark.parametrize("name,family", [("moirai-moe-small", "moirai-moe"), ("moirai-2.0-small", "moirai2")])
+def test_moirai_end_to_end(name, family, tmp_path):
+    python = _env("moirai")
+    folder = tmp_path / f"tiny-{family}"
+    _tiny(python, TINY_MOIRAI, family, str(folder))
+    # small sample count and span: the tiny MoE still takes seconds per forward pass on two CPU cores
+    spec = _with(name, folder, worker_options={"family": family, "num_samples": 10, "span": 16})
+    assert spec.status() == (READY, None)
+    check_forecast_contract(spec, t=32, h=16, b=2, c=2, atol=1e-5)
+    info = spec.load().describe()
+    assert info["uni2ts"] == "2.0.0" and info["torch"].startswith("2.13") and info["family"] == family
+    batch = _series(2, 3, 32)
+    assert np.isfinite(interface.forecast(spec.load(), batch, _queries(batch, 40))).all()  # 3 patches ahead
