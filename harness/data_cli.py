@@ -79,7 +79,10 @@ def _stats(args: argparse.Namespace) -> int:
     if not names:
         names = [n for n, s in all_datasets().items() if not s.needs_root]
         if root is not None:
-            names += [n for n in PAPER_DATASETS if (root / n).is_dir()]
+            from protocols.datasets.mitbih import holds_records
+
+            names += [n for n in PAPER_DATASETS
+                      if (root / n).is_dir() or (n == "mitbih" and holds_records(root))]
             names += [n for n, s in all_datasets().items()
                       if s.needs_root and n not in PAPER_DATASETS and (root / n).is_dir()]
     rows = []

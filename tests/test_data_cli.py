@@ -51,6 +51,17 @@ def test_stats_on_record_100_prints_two_channels_and_its_npe(capsys):
     assert "order 4, delay 1" in out
 
 
+@needs_wfdb
+def test_stats_finds_records_held_by_the_data_root_itself(tmp_path, capsys):
+    """A folder holding record 100 alone: found without naming the dataset, as `run` finds it."""
+    import shutil
+
+    for suffix in (".hea", ".dat"):
+        shutil.copy(WFDB / f"100{suffix}", tmp_path / f"100{suffix}")
+    assert _cli("stats", "--data-root", str(tmp_path)) == 0
+    assert _rows(capsys.readouterr().out)["mitbih"][:2] == ["MC", "2"]
+
+
 def _user_folder(path: Path) -> Path:
     path.mkdir()
     (path / "dataset.toml").write_text('name = "my-study"\nchannels = ["a"]\n'

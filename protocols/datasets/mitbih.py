@@ -31,6 +31,11 @@ RECORDS = tuple(str(r) for r in [*range(100, 110), *range(111, 120), 121, 122, 1
 CHANNELS = ("lead1", "lead2")
 
 
+def holds_records(root: Path | str) -> bool:
+    """True when ``root`` itself holds MIT-BIH records (the loader accepts that as well as ROOT/mitbih)."""
+    return any((Path(root) / f"{r}.hea").is_file() for r in RECORDS)
+
+
 def load(root: Path, records: tuple[str, ...] | None = None, channels: tuple[str, ...] = CHANNELS) -> Dataset:
     """Records under ``root/mitbih`` (or ``root`` itself when it holds the .hea files)."""
     import wfdb
