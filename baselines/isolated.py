@@ -36,7 +36,7 @@ import numpy as np
 
 from baselines.foundation import CARDS, Card, check as check_weights, resolve_weights
 from models.interface import Capabilities, Model, SeriesBatch
-from models.registry import NEEDS_ENVIRONMENT, ModelUnavailableError, Unavailable
+from models.registry import NEEDS_CODE, NEEDS_ENVIRONMENT, NEEDS_WEIGHTS, ModelUnavailableError, Unavailable
 from protocols.datasets.synthetic import cache_dir
 
 ENVS_DIR = Path(__file__).with_name("envs")
@@ -82,6 +82,11 @@ ENVS: dict[str, EnvSpec] = {
     "moirai": EnvSpec("moirai", "moirai.txt", no_deps="moirai.no-deps.txt",
                       check="from uni2ts.model.moirai_moe import MoiraiMoEForecast; "
                             "from uni2ts.model.moirai2 import Moirai2Forecast"),
+    # Lag-Llama's own code is not installed: it comes from the user's checkout (see lag_llama_code)
+    "lag-llama": EnvSpec("lag-llama", "lag-llama.txt",
+                         check="import gluonts.torch.model.predictor, lightning, pytorch_lightning; "
+                               "from gluonts.torch.distributions.studentT import StudentTOutput; "
+                               "from gluonts.torch.modules.loss import NegativeLogLikelihood"),
 }
 
 
@@ -328,3 +333,72 @@ def check(card: str, env: str, weights: str | None = None, **options: object) ->
         return Unavailable(f"{card} runs in its own virtual environment ({ENVS[env].name}), and this Python cannot "
                            f"create one: install the venv module (e.g. `apt install python3-venv`)", NEEDS_ENVIRONMENT)
     return None
+
+
+# ---------------------------------------------------------------------------- Lag-Llama: code from a checkout
+
+LAG_LLAMA_CODE_ENV = "SOTER_BENCH_LAG_LLAMA_CODE"
+LAG_LLAMA_REPO = "https://github.com/time-series-foundation-models/lag-llama"
+LAG_LLAMA_CKPT = "lag-llama.ckpt"
+_LAG_LLAMA_GET_CODE = (f"on a machine with internet run `git clone {LAG_LLAMA_REPO} DIR` (Apache-2.0), bring DIR "
+                       f"here and set {LAG_LLAMA_CODE_ENV}=DIR, or put {LAG_LLAMA_CKPT} into DIR and pass "
+                       f"--weights lag-llama=DIR")
+_LAG_LLAMA_GET_WEIGHTS = (f"`hf download time-series-foundation-models/Lag-Llama {LAG_LLAMA_CKPT} --local-dir DIR` "
+                          f"on a machine with internet, then --weights lag-llama=DIR")
+
+
+def _is_lag_llama_checkout(path: Path) -> bool:
+    return (path / "lag_llama" / "gluon" / "estimator.py").is_file() and (path / "gluon_utils").is_dir()
+
+
+def lag_llama_code(weights: str | None, code: str | os.PathLike | None = None) -> Path:
+    """The folder of the user's Lag-Llama checkout: option ``code``, else ``$SOTER_BENCH_LAG_LLAMA_CODE``,
+    else the weights directory itself when it is a checkout holding the checkpoint; else raises
+    :class:`ModelUnavailableError` saying how to get it. Lag-Llama's code is not on PyPI."""
+    given = code or os.environ.get(LAG_LLAMA_CODE_ENV)
+    if given:
+        path = Path(given).expanduser()
+        if _is_lag_llama_checkout(path):
+            return path.resolve()
+        raise ModelUnavailableError(f"lag-llama: {path} is not a checkout of {LAG_LLAMA_REPO} (it needs "
+                                    f"lag_llama/gluon/estimator.py and gluon_utils/); {_LAG_LLAMA_GET_CODE}")
+    if weights and _is_lag_llama_checkout(Path(weights)):
+        return Path(weights).resolve()
+    raise ModelUnavailableError(f"lag-llama needs its code, which is not on PyPI: {_LAG_LLAMA_GET_CODE}")
+
+
+def _lag_llama_weights(card: str, weights: str | None) -> str:
+    try:
+        source = resolve_weights(CARDS[card], weights)
+    except ModelUnavailableError as exc:
+        raise ModelUnavailableError(f"{exc}; only {LAG_LLAMA_CKPT} is needed: {_LAG_LLAMA_GET_WEIGHTS}. It also needs "
+                                    f"its code (not on PyPI): {_LAG_LLAMA_GET_CODE}") from None
+    if not (Path(source) / LAG_LLAMA_CKPT).is_file():  # a hub id: the worker has no downloader
+        raise ModelUnavailableError(f"lag-llama needs {LAG_LLAMA_CKPT} in a local directory: {_LAG_LLAMA_GET_WEIGHTS}")
+    return source
+
+
+def check_lag_llama(card: str, env: str, weights: str | None = None, code: str | None = None,
+                    **options: object) -> str | None:
+    """Registry check (cheap): the checkpoint (``needs weights``), then the code checkout (``needs code``),
+    then that a virtual environment can be made here."""
+    try:
+        source = _lag_llama_weights(card, weights)
+    except ModelUnavailableError as exc:
+        return Unavailable(str(exc), NEEDS_WEIGHTS)
+    try:
+        lag_llama_code(source, code)
+    except ModelUnavailableError as exc:
+        return Unavailable(str(exc), NEEDS_CODE)
+    return check(card, env, weights=source, **options)
+
+
+def LagLlamaForecaster(card: str, env: str, worker: str, weights: str | None = None, code: str | None = None,
+                       seed: int = 0, device: str = "cpu", worker_options: dict[str, Any] | None = None,
+                       **_: object) -> WorkerModel:
+    """Lag-Llama: weights, then the code checkout, then the environment, then the worker (which puts the
+    checkout on its ``sys.path`` and loads the checkpoint with ``weights_only=True``)."""
+    source = _lag_llama_weights(card, weights)
+    folder = lag_llama_code(source, code)
+    return IsolatedForecaster(card, env, worker, weights=source, seed=seed, device=device,
+                              worker_options={**(worker_options or {}), "code": str(folder)})

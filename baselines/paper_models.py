@@ -8,7 +8,9 @@
 * MOMENT and Moirai (Moirai-MoE, Moirai 2.0), whose libraries conflict with this project, run in
   their own cached virtual environment through a worker (:mod:`baselines.isolated`,
   docs/isolated-environments.md); without weights their status is ``needs weights``.
-* Models whose library does not install beside torch 2.13 and this project (TTM, Lag-Llama,
+* Lag-Llama runs in its own environment too, with the code of the user's checkout (its status says
+  ``needs weights`` or ``needs code`` until both are there).
+* Models whose library does not install beside torch 2.13 and this project (TTM,
   TimesFM 1.0/2.0) or that ship only research code (NormWear, TF-C) are declared
   with what they need; their status is ``needs environment`` (or ``needs package``) and loading one
   raises :class:`ModelUnavailableError` with that text. No adapter falls back to random weights.
@@ -166,11 +168,23 @@ for card in (
 ):
     register_card(card, _ISOLATED, check=_ISOLATED_CHECK)
 
+# Lag-Llama: not on PyPI; its code comes from the user's checkout (needs code), its checkpoint is a pickle
+# read with weights_only=True and an allow-list (baselines/workers/lag_llama_worker.py)
+register_card(
+    Card("lag-llama", "Lag-Llama", "2.451M", "time-series-foundation-models/Lag-Llama", source="Hugging Face",
+         licence="Apache-2.0 (weights and code)", requires=(), extra=None, files=(("lag-llama.ckpt",),),
+         capabilities=_PER_CHANNEL, native_horizon=None,
+         notes="runs in its own virtual environment (gluonts 0.14.4, lightning 2.1: baselines/envs/lag-llama.txt) "
+               "with the code of a user's checkout of github.com/time-series-foundation-models/lag-llama "
+               "($SOTER_BENCH_LAG_LLAMA_CODE, or the weights directory itself); the checkpoint is loaded with "
+               "torch.load(weights_only=True) and an allow-list; point forecast: median of 100 seeded sample "
+               "paths, per channel",
+         options={"env": "lag-llama", "worker": "lag_llama_worker.py"}),
+    "baselines.isolated:LagLlamaForecaster", check="baselines.isolated:check_lag_llama")
+
 # ------------------------------------------------------------------ need their own environment (no adapter yet)
 _TTM_ENV = ("granite-tsfm 0.3.3-0.3.11 pin torch<2.12; 0.3.2 accepts torch 2.13 but pulls transformers down to 4.56, "
             "so it needs a separate virtual environment; no adapter for it is written yet")
-_LAG_ENV = ("Lag-Llama is not on PyPI: it needs its public code (github.com/time-series-foundation-models/lag-llama) "
-            "and that code's pinned gluonts in a separate environment; no adapter for it is written yet")
 _TFM1_ENV = ("TimesFM 1.0 and 2.0 need the timesfm 1.x API (timesfm.TimesFm), which timesfm 3.x (installed for "
              "TimesFM 2.5) no longer has: a separate environment with timesfm 1.x; no adapter for it is written yet")
 
@@ -178,9 +192,6 @@ for card in (
     Card("ttm", "TTM", "0.805M", "ibm-granite/granite-timeseries-ttm-r1", source="Hugging Face",
          licence="Apache-2.0 (weights)", requires=("tsfm_public",), extra=None, files=_HF_FILES, environment=_TTM_ENV,
          capabilities=_PER_CHANNEL),
-    Card("lag-llama", "Lag-Llama", "2.451M", "time-series-foundation-models/Lag-Llama", source="Hugging Face",
-         licence="Apache-2.0 (weights)", requires=("lag_llama",), extra=None, files=(("lag-llama.ckpt",),),
-         environment=_LAG_ENV, capabilities=_PER_CHANNEL),
     Card("timesfm-1.0", "TimesFM 1.0", "203.6M", "google/timesfm-1.0-200m-pytorch", source="Hugging Face",
          licence="Apache-2.0 (weights)", requires=("timesfm",), extra=None, files=(("torch_model.ckpt",),),
          environment=_TFM1_ENV, capabilities=_PER_CHANNEL),

@@ -201,7 +201,7 @@ def _list(what: str) -> int:
         for name, spec in sorted(all_datasets().items()):
             print(f"  {name:<22} {'[default] ' if spec.default else ''}{spec.description}")
     if what in ("models", "all"):
-        print("Models (status: ready | needs weights | needs package | needs environment | needs flag):")
+        print("Models (status: ready | needs weights | needs package | needs environment | needs flag | needs code):")
         for name, spec in sorted(all_specs().items()):
             status, reason = spec.status()
             print(f"  {name:<22} {status:<17} {spec.family:<12} licence: {spec.licence}"

@@ -31,6 +31,7 @@ NEEDS_WEIGHTS = "needs weights"
 NEEDS_PACKAGE = "needs package"
 NEEDS_ENVIRONMENT = "needs environment"
 NEEDS_FLAG = "needs flag"
+NEEDS_CODE = "needs code"  # a model whose code is not on PyPI: the user points at a checkout of it
 
 
 class Unavailable(str):

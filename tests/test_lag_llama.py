@@ -1,0 +1,261 @@
+"""Lag-Llama (baselines/isolated.py, baselines/workers/lag_llama_worker.py), offline and without its code.
+
+Lag-Llama's code (github) and checkpoint (Hugging Face) cannot be fetched here. These fast tests cover
+everything up to them: the card's status and messages, the checkpoint's safe loading (a pickle naming
+anything beyond the allow-list is refused before it runs), and the worker's logic against a tiny FAKE
+``lag_llama`` package (and fake ``gluonts`` classes) written into tmp_path that imitates the estimator
+API, run through the real worker protocol under this very Python (as test_isolated.py does).
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from baselines import isolated
+from models import interface
+from models.interface import SeriesBatch
+from models.registry import NEEDS_CODE, NEEDS_WEIGHTS, READY, ModelSpec, ModelUnavailableError, get_spec
+from tests.contract_kit import _queries, _series, check_forecast_contract
+
+torch = pytest.importorskip("torch")
+WORKER = isolated.WORKERS_DIR / "lag_llama_worker.py"
+
+FAKE = {
+    "lag_llama/__init__.py": "",
+    "lag_llama/gluon/__init__.py": "",
+    "gluon_utils/__init__.py": "",
+    "gluonts/__init__.py": "__version__ = 'fake'\n",
+    "gluonts/torch/__init__.py": "",
+    "gluonts/torch/distributions/__init__.py": "",
+    "gluonts/torch/distributions/studentT.py": "class StudentTOutput:\n    def __init__(self):\n        self.args_dim = 3\n",
+    "gluonts/torch/modules/__init__.py": "",
+    "gluonts/torch/modules/loss.py": "class NegativeLogLikelihood:\n    def __init__(self):\n        self.beta = 0.0\n",
+    # imitates LagLlamaEstimator's API: create_lightning_module / create_transformation / create_predictor,
+    # predictor.predict(entries) -> forecasts with .samples [num_parallel_samples, prediction_length],
+    # drawn step by step (as Lag-Llama's autoregressive sampling); the loaded weight scales the level
+    "lag_llama/gluon/estimator.py": '''
+        import numpy as np
+        import torch
+
+        CALLS = []
+
+        class LagLlamaEstimator:
+            def __init__(self, prediction_length, context_length=None, input_size=1, n_layer=1, n_embd_per_head=32,
+                         n_head=4, scaling="mean", time_feat=False, rope_scaling=None, batch_size=32,
+                         num_parallel_samples=100, device=None, **kwargs):
+                assert input_size == 1 and batch_size == 1 and not kwargs
+                self.prediction_length, self.context_length = prediction_length, context_length
+                self.num_parallel_samples, self.rope_scaling = num_parallel_samples, rope_scaling
+                self.lags_seq = [0, 1, 6]
+
+            def create_lightning_module(self, use_kv_cache=False):
+                return Module()
+
+            def create_transformation(self):
+                return "transformation"
+
+            def create_predictor(self, transformation, module):
+                return Predictor(self, module)
+
+        class Module(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.level = torch.nn.Parameter(torch.zeros(1))
+
+        class Forecast:
+            def __init__(self, samples):
+                self.samples = samples
+
+        class Predictor:
+            def __init__(self, estimator, module):
+                self.estimator, self.module = estimator, module
+
+            def predict(self, dataset):
+                for entry in dataset:
+                    y = np.asarray(entry["target"], dtype=float)
+                    assert entry["start"] is not None and y.ndim == 1
+                    last = y[~np.isnan(y)][-1]
+                    s, p = self.estimator.num_parallel_samples, self.estimator.prediction_length
+                    paths, level = [], np.full(s, last * float(self.module.level))
+                    for _ in range(p):
+                        level = level + 0.1 * torch.randn(s).numpy()
+                        paths.append(level)
+                    yield Forecast(np.stack(paths, axis=1))
+    ''',
+}
+
+
+@pytest.fixture
+def fake_code(tmp_path, monkeypatch):
+    """A fake Lag-Llama checkout with a checkpoint saved from its fake classes; returns the folder."""
+    code = tmp_path / "lag-llama"
+    for name, text in FAKE.items():
+        (code / name).parent.mkdir(parents=True, exist_ok=True)
+        (code / name).write_text(textwrap.dedent(text))
+    monkeypatch.syspath_prepend(str(code))
+    try:
+        from gluonts.torch.distributions.studentT import StudentTOutput
+        from gluonts.torch.modules.loss import NegativeLogLikelihood
+
+        ckpt = {"hyper_parameters": {"context_length": 32, "loss": NegativeLogLikelihood(),
+                                     "model_kwargs": {"input_size": 1, "context_length": 32, "n_layer": 1,
+                                                      "n_embd_per_head": 4, "n_head": 2, "scaling": "robust",
+                                                      "time_feat": True, "lags_seq": [0, 1, 6],
+                                                      "distr_output": StudentTOutput()}},
+                "state_dict": {"level": torch.tensor([2.0])}}
+        torch.save(ckpt, code / "lag-llama.ckpt")
+    finally:
+        for mod in [m for m in sys.modules if m == "gluonts" or m.startswith("gluonts.")]:
+            monkeypatch.delitem(sys.modules, mod)
+    return code
+
+
+def lag_llama_model(code: Path, seed: int = 0, **options: object) -> isolated.WorkerModel:
+    return isolated.WorkerModel("lag-llama", get_spec("lag-llama").model_capabilities(), sys.executable, WORKER,
+                                weights=str(code), options={"code": str(code), "num_samples": 9, **options},
+                                seed=seed)
+
+
+# ---------------------------------------------------------------- the card
+
+def test_without_weights_it_needs_weights_and_says_both_downloads(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    monkeypatch.delenv(isolated.LAG_LLAMA_CODE_ENV, raising=False)
+    spec = get_spec("lag-llama")
+    status, reason = spec.status()
+    assert status == NEEDS_WEIGHTS and not spec.default
+    assert "hf download time-series-foundation-models/Lag-Llama lag-llama.ckpt --local-dir DIR" in reason
+    assert "git clone https://github.com/time-series-foundation-models/lag-llama DIR" in reason
+    with pytest.raises(ModelUnavailableError, match="hf download"):
+        spec.load()
+
+
+def test_with_weights_but_no_code_it_needs_code(monkeypatch, tmp_path):
+    monkeypatch.delenv(isolated.LAG_LLAMA_CODE_ENV, raising=False)
+    (tmp_path / "lag-llama.ckpt").write_bytes(b"")
+    spec = get_spec("lag-llama")
+    status, reason = spec.status(weights=str(tmp_path))
+    assert status == NEEDS_CODE and "not on PyPI" in reason
+    assert "git clone https://github.com/time-series-foundation-models/lag-llama DIR" in reason
+    assert isolated.LAG_LLAMA_CODE_ENV in reason
+    monkeypatch.setenv(isolated.LAG_LLAMA_CODE_ENV, str(tmp_path / "nowhere"))
+    status, reason = spec.status(weights=str(tmp_path))
+    assert status == NEEDS_CODE and "is not a checkout" in reason
+    with pytest.raises(ModelUnavailableError, match="is not a checkout"):
+        spec.load(weights=str(tmp_path))
+
+
+def test_with_weights_and_code_it_is_ready_and_loading_makes_its_environment(fake_code, monkeypatch, tmp_path):
+    monkeypatch.delenv(isolated.LAG_LLAMA_CODE_ENV, raising=False)
+    spec = get_spec("lag-llama")
+    assert spec.status(weights=str(fake_code)) == (READY, None)  # the checkout holds the checkpoint
+    weights = tmp_path / "w"
+    weights.mkdir()
+    (weights / "lag-llama.ckpt").write_bytes(b"")
+    monkeypatch.setenv(isolated.LAG_LLAMA_CODE_ENV, str(fake_code))
+    assert spec.status(weights=str(weights)) == (READY, None)
+    seen = []
+
+    def refuse(env, log=None):
+        seen.append(env.name)
+        raise isolated.EnvironmentCreationError("no network (pretend)")
+
+    monkeypatch.setattr(isolated, "ensure_env", refuse)
+    with pytest.raises(ModelUnavailableError, match="no network"):
+        spec.load(weights=str(weights))
+    assert seen == ["lag-llama"]
+    assert "lag-llama.txt" in isolated.ENVS["lag-llama"].requirements
+
+
+def test_the_env_file_pins_every_requirement_and_never_torch():
+    lines = [line.split("#")[0].strip() for line in (isolated.ENVS_DIR / "lag-llama.txt").read_text().splitlines()]
+    pins = [line for line in lines if line]
+    assert pins and all("==" in line for line in pins)
+    assert "gluonts==0.14.4" in pins and not any(line.startswith("torch") for line in pins)
+
+
+# ---------------------------------------------------------------- the checkpoint's safe loading
+
+class _RunsCode:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_a_checkpoint_carrying_code_is_refused_and_never_runs(fake_code, tmp_path):
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    torch.save({"hyper_parameters": {"x": _RunsCode(marker)}, "state_dict": {}}, evil / "lag-llama.ckpt")
+    with pytest.raises(isolated.WorkerError, match=r"(?s)refused to load .*weights_only=True.*allow-list"):
+        isolated.WorkerModel("lag-llama", get_spec("lag-llama").model_capabilities(), sys.executable, WORKER,
+                             weights=str(evil), options={"code": str(fake_code)})
+    assert not marker.exists()
+
+
+def test_the_worker_names_the_code_it_needs(tmp_path):
+    with pytest.raises(isolated.WorkerError, match="not a Lag-Llama checkout"):
+        isolated.WorkerModel("lag-llama", get_spec("lag-llama").model_capabilities(), sys.executable, WORKER,
+                             weights=str(tmp_path), options={"code": str(tmp_path)})
+
+
+# ---------------------------------------------------------------- the worker's logic (fake lag_llama)
+
+def test_the_worker_forecasts_the_median_of_seeded_samples_per_channel(fake_code):
+    model = lag_llama_model(fake_code)
+    batch = _series(3, 2, 40)
+    out = interface.forecast(model, batch, _queries(batch, 5))
+    assert out.shape == (3, 2, 5) and np.isfinite(out).all()
+    # the fake level is last * weight (2.0 from the checkpoint's state_dict): the weights were loaded
+    np.testing.assert_allclose(out[:, :, 0], 2 * batch.values[:, :, -1], atol=0.2)
+    info = model.describe()
+    assert info["num_samples"] == 9 and info["span"] == 64 and info["context_length"] == 32
+    assert info["lag_llama_code"] == str(fake_code.resolve()) and "weights_only=True" in info["checkpoint_loading"]
+    assert "median of 9" in info["point"]
+    # step k does not depend on H, and a series' draws do not depend on the others in the batch
+    longer = interface.forecast(model, batch, _queries(batch, 70))
+    np.testing.assert_allclose(longer[:, :, :5], out, atol=1e-6)
+    single = interface.forecast(model, SeriesBatch(batch.values[2:, 1:], batch.timestamps[2:]), _queries(batch, 5)[2:])
+    np.testing.assert_allclose(single[0, 0], out[2, 1], atol=1e-6)
+    model.close()
+
+
+def test_unobserved_points_reach_lag_llama_as_nan(fake_code):
+    model = lag_llama_model(fake_code)
+    values = np.tile(np.arange(20, dtype=float), (1, 1, 1))
+    mask = np.ones_like(values, dtype=bool)
+    mask[..., -3:] = False  # the fake uses the last observed value: 16
+    batch = SeriesBatch(values, np.arange(20, dtype=float)[None] / 10, mask)
+    out = interface.forecast(model, batch, _queries(batch, 1))
+    np.testing.assert_allclose(out[0, 0, 0], 2 * 16, atol=0.2)
+
+
+def test_a_longer_context_scales_rope(fake_code):
+    model = lag_llama_model(fake_code, context_length=128)
+    assert model.describe()["context_length"] == 128 and model.describe()["trained_context_length"] == 32
+
+
+def test_the_worker_meets_the_contract(fake_code):
+    check_forecast_contract(ModelSpec("lag-llama-fake", "tests.test_lag_llama:contract_model", "fake"), b=3, c=2)
+
+
+_CONTRACT_CODE: list[Path] = []
+
+
+def contract_model(seed: int = 0, **_: object) -> isolated.WorkerModel:
+    return lag_llama_model(_CONTRACT_CODE[-1], seed=seed)
+
+
+@pytest.fixture(autouse=True)
+def _contract_code(request):
+    if "fake_code" in request.fixturenames:
+        _CONTRACT_CODE.append(request.getfixturevalue("fake_code"))
+    yield
+    _CONTRACT_CODE.clear()
