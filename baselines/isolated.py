@@ -1,7 +1,8 @@
 """Baselines whose libraries cannot live beside this project run in their own virtual environment.
 
-MOMENT (``momentfm`` pins transformers 4.33.3 and numpy 1.25.2) and Moirai (``uni2ts`` pins
-torch<2.5) conflict with the main environment and with each other. Each gets a virtual
+MOMENT (``momentfm`` pins transformers 4.33.3 and numpy 1.25.2), Moirai (``uni2ts`` pins
+torch<2.5), TTM (``granite-tsfm`` 0.3.2 pins transformers 4.56.0) and TimesFM 1.0/2.0 (their PyTorch
+classes exist only in ``timesfm`` 1.x) conflict with the main environment and with each other. Each gets a virtual
 environment of its own, created on first use under ``$SOTER_BENCH_CACHE/envs`` from its pinned
 requirements (``baselines/envs/NAME.txt``) under the main environment's torch release, and a
 worker script (``baselines/workers/``) that loads the model there and serves it over a small
@@ -87,6 +88,10 @@ ENVS: dict[str, EnvSpec] = {
                          check="import gluonts.torch.model.predictor, lightning, pytorch_lightning; "
                                "from gluonts.torch.distributions.studentT import StudentTOutput; "
                                "from gluonts.torch.modules.loss import NegativeLogLikelihood"),
+    "ttm": EnvSpec("ttm", "ttm.txt", check="from tsfm_public.models.tinytimemixer import TinyTimeMixerForPrediction"),
+    "timesfm1": EnvSpec("timesfm1", "timesfm1.txt",
+                        check="from timesfm.timesfm_torch import TimesFmTorch; "
+                              "from timesfm.pytorch_patched_decoder import PatchedTimeSeriesDecoder"),
 }
 
 

@@ -5,13 +5,13 @@
   ``--trust-remote-code NAME`` (and ``--weights NAME=DIR``): :class:`RemoteCodeForecaster`. Their
   code was written for transformers 4.40 (Timer, MIRA, TimeMoE say so); newer transformers may
   fail to load it, which then shows as that model's ``error`` rows.
-* MOMENT and Moirai (Moirai-MoE, Moirai 2.0), whose libraries conflict with this project, run in
-  their own cached virtual environment through a worker (:mod:`baselines.isolated`,
-  docs/isolated-environments.md); without weights their status is ``needs weights``.
+* MOMENT, Moirai (Moirai-MoE, Moirai 2.0), TTM and TimesFM 1.0/2.0, whose libraries conflict with
+  this project, run in their own cached virtual environment through a worker
+  (:mod:`baselines.isolated`, docs/isolated-environments.md); without weights their status is
+  ``needs weights``.
 * Lag-Llama runs in its own environment too, with the code of the user's checkout (its status says
   ``needs weights`` or ``needs code`` until both are there).
-* Models whose library does not install beside torch 2.13 and this project (TTM,
-  TimesFM 1.0/2.0) or that ship only research code (NormWear, TF-C) are declared
+* Models that ship only research code (NormWear, TF-C) are declared
   with what they need; their status is ``needs environment`` (or ``needs package``) and loading one
   raises :class:`ModelUnavailableError` with that text. No adapter falls back to random weights.
 
@@ -182,22 +182,29 @@ register_card(
          options={"env": "lag-llama", "worker": "lag_llama_worker.py"}),
     "baselines.isolated:LagLlamaForecaster", check="baselines.isolated:check_lag_llama")
 
-# ------------------------------------------------------------------ need their own environment (no adapter yet)
-_TTM_ENV = ("granite-tsfm 0.3.3-0.3.11 pin torch<2.12; 0.3.2 accepts torch 2.13 but pulls transformers down to 4.56, "
-            "so it needs a separate virtual environment; no adapter for it is written yet")
-_TFM1_ENV = ("TimesFM 1.0 and 2.0 need the timesfm 1.x API (timesfm.TimesFm), which timesfm 3.x (installed for "
-             "TimesFM 2.5) no longer has: a separate environment with timesfm 1.x; no adapter for it is written yet")
+_TTM_NOTES = ("runs in its own virtual environment (granite-tsfm 0.3.2, the newest release that accepts torch 2.13, "
+              "pins transformers 4.56.0: baselines/envs/ttm.txt), created on first use; per channel, 512-step "
+              "context (shorter ones left-padded, marked unobserved); point forecast: the model's output, rolled "
+              "out in fixed 96-step blocks")
+_TFM1_NOTES = ("runs in its own virtual environment (timesfm 1.3.0, the last release with the PyTorch TimesFM 1.0/2.0 "
+               "classes, which timesfm 2.x/3.x dropped: baselines/envs/timesfm1.txt), created on first use; per "
+               "channel; point forecast: the mean head, rolled out in fixed 128-step blocks")
 
 for card in (
     Card("ttm", "TTM", "0.805M", "ibm-granite/granite-timeseries-ttm-r1", source="Hugging Face",
-         licence="Apache-2.0 (weights)", requires=("tsfm_public",), extra=None, files=_HF_FILES, environment=_TTM_ENV,
-         capabilities=_PER_CHANNEL),
-    Card("timesfm-1.0", "TimesFM 1.0", "203.6M", "google/timesfm-1.0-200m-pytorch", source="Hugging Face",
-         licence="Apache-2.0 (weights)", requires=("timesfm",), extra=None, files=(("torch_model.ckpt",),),
-         environment=_TFM1_ENV, capabilities=_PER_CHANNEL),
-    Card("timesfm-2.0", "TimesFM 2.0", "498.8M", "google/timesfm-2.0-500m-pytorch", source="Hugging Face",
-         licence="Apache-2.0 (weights)", requires=("timesfm",), extra=None, files=(("torch_model.ckpt",),),
-         environment=_TFM1_ENV, capabilities=_PER_CHANNEL),
+         licence="Apache-2.0 (weights)", requires=(), extra=None, files=_HF_FILES, capabilities=_PER_CHANNEL,
+         native_horizon=96, notes=_TTM_NOTES, options={"env": "ttm", "worker": "ttm_worker.py"}),
+    *(Card(f"timesfm-{v}", f"TimesFM {v}", params, hub, source="Hugging Face", licence="Apache-2.0 (weights)",
+           requires=(), extra=None, files=(("torch_model.ckpt",),), capabilities=_PER_CHANNEL, native_horizon=128,
+           notes=_TFM1_NOTES + f"; context up to {ctx} steps (latest kept)",
+           options={"env": "timesfm1", "worker": "timesfm1_worker.py", "worker_options": {"version": v}})
+      for v, params, hub, ctx in (("1.0", "203.6M", "google/timesfm-1.0-200m-pytorch", 512),
+                                  ("2.0", "498.8M", "google/timesfm-2.0-500m-pytorch", 2048))),
+):
+    register_card(card, _ISOLATED, check=_ISOLATED_CHECK)
+
+# ------------------------------------------------------------------ research code only (no adapter yet)
+for card in (
     Card("normwear", "NormWear", None, None,
          source="the v1.0.0-alpha release of github.com/Mobile-Sensing-and-UbiComp-Laboratory/NormWear",
          licence="see the NormWear repository (not checked here)", requires=(), extra=None, files=(("*.pth", "*.pt"),),

@@ -158,7 +158,9 @@ def test_a_changed_pin_gives_a_new_environment(monkeypatch, tmp_path):
 
 ISOLATED = {"moment-small": "AutonLab/MOMENT-1-small", "moment-base": "AutonLab/MOMENT-1-base",
             "moment-large": "AutonLab/MOMENT-1-large", "moirai-moe-small": "Salesforce/moirai-moe-1.0-R-small",
-            "moirai-moe-base": "Salesforce/moirai-moe-1.0-R-base", "moirai-2.0-small": "Salesforce/moirai-2.0-R-small"}
+            "moirai-moe-base": "Salesforce/moirai-moe-1.0-R-base", "moirai-2.0-small": "Salesforce/moirai-2.0-R-small",
+            "ttm": "ibm-granite/granite-timeseries-ttm-r1", "timesfm-1.0": "google/timesfm-1.0-200m-pytorch",
+            "timesfm-2.0": "google/timesfm-2.0-500m-pytorch"}
 
 
 @pytest.mark.parametrize("name,hub", sorted(ISOLATED.items()))
@@ -201,3 +203,26 @@ def test_the_cards_describe_the_isolated_run():
     assert not get_spec("moirai-2.0-small").model_capabilities().multivariate  # uni2ts: one target only
     for name in ISOLATED:
         assert dataclasses.asdict(get_spec(name))["requires"] == ()  # the libraries live in their environment
+    assert "granite-tsfm 0.3.2" in get_spec("ttm").description and get_spec("ttm").options["env"] == "ttm"
+    for version in ("1.0", "2.0"):
+        spec = get_spec(f"timesfm-{version}")
+        assert "timesfm 1.3.0" in spec.description and "mean head" in spec.description
+        assert spec.options["env"] == "timesfm1" and spec.options["worker_options"] == {"version": version}
+        assert not spec.model_capabilities().multivariate
+
+
+def test_the_new_environments_pin_no_torch_and_no_jax():
+    for name in ("ttm", "timesfm1"):
+        spec = isolated.ENVS[name]
+        lines = [line.split("#")[0].strip() for p in spec.files() for line in p.read_text().splitlines()]
+        pins = [line for line in lines if line]
+        assert pins and all("==" in line for line in pins), pins
+        assert not any(line.startswith(("torch", "jax")) or "pax" in line or "xreg" in line for line in pins), pins
+
+
+def test_timesfm_weights_directory_needs_the_torch_checkpoint(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    spec = get_spec("timesfm-2.0")
+    assert spec.status(weights=str(tmp_path))[0] == NEEDS_WEIGHTS
+    (tmp_path / "torch_model.ckpt").write_bytes(b"")
+    assert spec.status(weights=str(tmp_path)) == (READY, None)
