@@ -180,13 +180,7 @@ def test_with_weights_the_status_is_ready_and_loading_makes_the_environment(monk
     (tmp_path / "model.safetensors").write_bytes(b"")
     spec = get_spec("moment-small")
     assert spec.status(weights=str(tmp_path)) == (READY, None)  # cheap: no environment yet
-    seen = []
-
-    def refuse(env, log=None):
-        seen.append(env.name)
-        raise isolated.EnvironmentCreationError("no network (pretend)")
-
-    monkeypatch.setattr(isolated, "ensure_env", refuse)
+    seen = refuse_environments(monkeypatch)
     with pytest.raises(ModelUnavailableError, match="no network"):
         spec.load(weights=str(tmp_path))
     assert seen == ["moment"]
@@ -211,11 +205,27 @@ def test_the_cards_describe_the_isolated_run():
         assert not spec.model_capabilities().multivariate
 
 
+def refuse_environments(monkeypatch) -> list[str]:
+    """Make environment creation fail as without network; returns the names it was asked for."""
+    seen: list[str] = []
+
+    def refuse(env, log=None):
+        seen.append(env.name)
+        raise isolated.EnvironmentCreationError("no network (pretend)")
+
+    monkeypatch.setattr(isolated, "ensure_env", refuse)
+    return seen
+
+
+def env_pins(name: str) -> list[str]:
+    """The requirement lines of an environment's files, comments and blanks dropped."""
+    lines = [line.split("#")[0].strip() for p in isolated.ENVS[name].files() for line in p.read_text().splitlines()]
+    return [line for line in lines if line]
+
+
 def test_the_new_environments_pin_no_torch_and_no_jax():
     for name in ("ttm", "timesfm1"):
-        spec = isolated.ENVS[name]
-        lines = [line.split("#")[0].strip() for p in spec.files() for line in p.read_text().splitlines()]
-        pins = [line for line in lines if line]
+        pins = env_pins(name)
         assert pins and all("==" in line for line in pins), pins
         assert not any(line.startswith(("torch", "jax")) or "pax" in line or "xreg" in line for line in pins), pins
 

@@ -21,6 +21,7 @@ from models import interface
 from models.interface import SeriesBatch
 from models.registry import NEEDS_CODE, NEEDS_WEIGHTS, READY, ModelSpec, ModelUnavailableError, get_spec
 from tests.contract_kit import _queries, _series, check_forecast_contract
+from tests.test_isolated import env_pins, refuse_environments
 
 torch = pytest.importorskip("torch")
 WORKER = isolated.WORKERS_DIR / "lag_llama_worker.py"
@@ -159,13 +160,7 @@ def test_with_weights_and_code_it_is_ready_and_loading_makes_its_environment(fak
     (weights / "lag-llama.ckpt").write_bytes(b"")
     monkeypatch.setenv(isolated.LAG_LLAMA_CODE_ENV, str(fake_code))
     assert spec.status(weights=str(weights)) == (READY, None)
-    seen = []
-
-    def refuse(env, log=None):
-        seen.append(env.name)
-        raise isolated.EnvironmentCreationError("no network (pretend)")
-
-    monkeypatch.setattr(isolated, "ensure_env", refuse)
+    seen = refuse_environments(monkeypatch)
     with pytest.raises(ModelUnavailableError, match="no network"):
         spec.load(weights=str(weights))
     assert seen == ["lag-llama"]
@@ -173,8 +168,7 @@ def test_with_weights_and_code_it_is_ready_and_loading_makes_its_environment(fak
 
 
 def test_the_env_file_pins_every_requirement_and_never_torch():
-    lines = [line.split("#")[0].strip() for line in (isolated.ENVS_DIR / "lag-llama.txt").read_text().splitlines()]
-    pins = [line for line in lines if line]
+    pins = env_pins("lag-llama")
     assert pins and all("==" in line for line in pins)
     assert "gluonts==0.14.4" in pins and not any(line.startswith("torch") for line in pins)
 
