@@ -35,6 +35,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from baselines.checkout import CodeSource, find_checkout
 from baselines.foundation import CARDS, Card, check as check_weights, resolve_weights
 from models.interface import Capabilities, Model, SeriesBatch
 from models.registry import NEEDS_CODE, NEEDS_ENVIRONMENT, NEEDS_WEIGHTS, ModelUnavailableError, Unavailable
@@ -342,34 +343,19 @@ def check(card: str, env: str, weights: str | None = None, **options: object) ->
 
 # ---------------------------------------------------------------------------- Lag-Llama: code from a checkout
 
-LAG_LLAMA_CODE_ENV = "SOTER_BENCH_LAG_LLAMA_CODE"
-LAG_LLAMA_REPO = "https://github.com/time-series-foundation-models/lag-llama"
 LAG_LLAMA_CKPT = "lag-llama.ckpt"
-_LAG_LLAMA_GET_CODE = (f"on a machine with internet run `git clone {LAG_LLAMA_REPO} DIR` (Apache-2.0), bring DIR "
-                       f"here and set {LAG_LLAMA_CODE_ENV}=DIR, or put {LAG_LLAMA_CKPT} into DIR and pass "
-                       f"--weights lag-llama=DIR")
+LAG_LLAMA_SOURCE = CodeSource(model="lag-llama", repo="https://github.com/time-series-foundation-models/lag-llama",
+                              env_var="SOTER_BENCH_LAG_LLAMA_CODE",
+                              markers=("lag_llama/gluon/estimator.py", "gluon_utils/scalers/robust_scaler.py"), licence="Apache-2.0")
+LAG_LLAMA_CODE_ENV = LAG_LLAMA_SOURCE.env_var
+LAG_LLAMA_REPO = LAG_LLAMA_SOURCE.repo
 _LAG_LLAMA_GET_WEIGHTS = (f"`hf download time-series-foundation-models/Lag-Llama {LAG_LLAMA_CKPT} --local-dir DIR` "
                           f"on a machine with internet, then --weights lag-llama=DIR")
 
 
-def _is_lag_llama_checkout(path: Path) -> bool:
-    return (path / "lag_llama" / "gluon" / "estimator.py").is_file() and (path / "gluon_utils").is_dir()
-
-
 def lag_llama_code(weights: str | None, code: str | os.PathLike | None = None) -> Path:
-    """The folder of the user's Lag-Llama checkout: option ``code``, else ``$SOTER_BENCH_LAG_LLAMA_CODE``,
-    else the weights directory itself when it is a checkout holding the checkpoint; else raises
-    :class:`ModelUnavailableError` saying how to get it. Lag-Llama's code is not on PyPI."""
-    given = code or os.environ.get(LAG_LLAMA_CODE_ENV)
-    if given:
-        path = Path(given).expanduser()
-        if _is_lag_llama_checkout(path):
-            return path.resolve()
-        raise ModelUnavailableError(f"lag-llama: {path} is not a checkout of {LAG_LLAMA_REPO} (it needs "
-                                    f"lag_llama/gluon/estimator.py and gluon_utils/); {_LAG_LLAMA_GET_CODE}")
-    if weights and _is_lag_llama_checkout(Path(weights)):
-        return Path(weights).resolve()
-    raise ModelUnavailableError(f"lag-llama needs its code, which is not on PyPI: {_LAG_LLAMA_GET_CODE}")
+    """The folder of the user's Lag-Llama checkout (:func:`baselines.checkout.find_checkout`)."""
+    return find_checkout(LAG_LLAMA_SOURCE, weights, code)
 
 
 def _lag_llama_weights(card: str, weights: str | None) -> str:
@@ -377,7 +363,7 @@ def _lag_llama_weights(card: str, weights: str | None) -> str:
         source = resolve_weights(CARDS[card], weights)
     except ModelUnavailableError as exc:
         raise ModelUnavailableError(f"{exc}; only {LAG_LLAMA_CKPT} is needed: {_LAG_LLAMA_GET_WEIGHTS}. It also needs "
-                                    f"its code (not on PyPI): {_LAG_LLAMA_GET_CODE}") from None
+                                    f"its code (not on PyPI): {LAG_LLAMA_SOURCE.get_hint()}") from None
     if not (Path(source) / LAG_LLAMA_CKPT).is_file():  # a hub id: the worker has no downloader
         raise ModelUnavailableError(f"lag-llama needs {LAG_LLAMA_CKPT} in a local directory: {_LAG_LLAMA_GET_WEIGHTS}")
     return source

@@ -11,9 +11,9 @@
   ``needs weights``.
 * Lag-Llama runs in its own environment too, with the code of the user's checkout (its status says
   ``needs weights`` or ``needs code`` until both are there).
-* Models that ship only research code (NormWear, TF-C) are declared
-  with what they need; their status is ``needs environment`` (or ``needs package``) and loading one
-  raises :class:`ModelUnavailableError` with that text. No adapter falls back to random weights.
+* NormWear and TF-C ship research code, not packages: they run in this environment from the user's
+  checkout of their repository (:mod:`baselines.checkout`); their status says ``needs weights``,
+  ``needs code`` or ``needs package`` until all is there. No adapter falls back to random weights.
 
 Parameter counts are the paper's ("Paras": parameters activated per inference step).
 """
@@ -87,23 +87,7 @@ def _carry_forward(batch: SeriesBatch) -> np.ndarray:
     return fill_prefix(batch).values[:, 0]
 
 
-class Declared(Model):
-    """A baseline that cannot run in this environment: loading says exactly what it needs."""
-
-    def __init__(self, card: str, **_: object) -> None:
-        c = CARDS[card]
-        raise ModelUnavailableError(f"{c.name}: {c.environment}")
-
-
-def check_declared(card: str, **_: object) -> str:
-    from models.registry import NEEDS_ENVIRONMENT, Unavailable
-
-    c = CARDS[card]
-    return Unavailable(f"{c.name}: {c.environment}", NEEDS_ENVIRONMENT)
-
-
 _REMOTE = "baselines.paper_models:RemoteCodeForecaster"
-_DECLARED = "baselines.paper_models:Declared"
 _PER_CHANNEL = Capabilities(multivariate=False)
 
 # ------------------------------------------------------------------ transformers remote code
@@ -203,20 +187,29 @@ for card in (
 ):
     register_card(card, _ISOLATED, check=_ISOLATED_CHECK)
 
-# ------------------------------------------------------------------ research code only (no adapter yet)
-for card in (
+# ------------------------------------------------------------------ research code from the user's checkout
+# (baselines/checkout.py): NormWear and TF-C, embedding only, in this environment (docs/research-code-baselines.md)
+register_card(
     Card("normwear", "NormWear", None, None,
          source="the v1.0.0-alpha release of github.com/Mobile-Sensing-and-UbiComp-Laboratory/NormWear",
-         licence="see the NormWear repository (not checked here)", requires=(), extra=None, files=(("*.pth", "*.pt"),),
-         environment="NormWear ships research code, not a package: an adapter needs its model code beside the "
-                     "checkpoint (embedding only, multichannel); not written yet",
-         capabilities=Capabilities(forecast=False, embed=True, multivariate=True), tasks=("classification",)),
-    Card("tf-c", "TF-C", None, None, source="github.com/mims-harvard/TFC-pretraining (pre-train it on your corpus)",
-         licence="see github.com/mims-harvard/TFC-pretraining (not checked here)", requires=(), extra=None,
-         files=(("*.pt", "*.pth"),),
-         environment="TF-C has no general released checkpoint: it is pre-trained per corpus with its research code; "
-                     "an adapter (embedding only) is not written yet",
-         capabilities=Capabilities(forecast=False, embed=True, multivariate=False), tasks=("classification",)),
-):
-    # never ready, whatever is installed: its check says what it needs
-    register_card(card, _DECLARED, check="baselines.paper_models:check_declared")
+         licence="Apache-2.0 (its repository's licence)", requires=(), extra="normwear",
+         files=(("*.pth", "*.pt"),),
+         capabilities=Capabilities(forecast=False, embed=True, multivariate=True, min_context=11),
+         tasks=("classification",),
+         notes="embedding only; runs the code of a user's checkout of its repository ($SOTER_BENCH_NORMWEAR_CODE, "
+               "or a checkout holding the checkpoint), which imports timm (extra normwear); checkpoint read with "
+               "torch.load(weights_only=True); tokens averaged per channel, channels concatenated; signals above "
+               "256 Hz resampled to 65 Hz, as its downstream code does"),
+    "baselines.normwear_model:NormWear", check="baselines.normwear_model:check")
+register_card(
+    Card("tf-c", "TF-C", None, None,
+         source="github.com/mims-harvard/TFC-pretraining (a checkpoint its code saved; it ships one pre-trained on SleepEEG: "
+                "code/experiments_logs/SleepEEG_2_Epilepsy/run1/pre_train_seed_42_2layertransformer/saved_models/"
+                "ckp_last.pt)",
+         licence="MIT (its repository's licence)", requires=(), extra=None, files=(("*.pt",),),
+         capabilities=Capabilities(forecast=False, embed=True, multivariate=True), tasks=("classification",),
+         notes="embedding only; runs the code of a user's checkout of its repository ($SOTER_BENCH_TFC_CODE, or the "
+               "checkout holding the checkpoint); checkpoint read with torch.load(weights_only=True); per channel "
+               "[z_time; z_freq] of the newest L samples (L from the checkpoint, 178 for the released one; shorter "
+               "windows zero-padded on the left), channels encoded one at a time and concatenated"),
+    "baselines.tfc_model:TFC", check="baselines.tfc_model:check")

@@ -211,6 +211,7 @@ def embed(model: Model, batch: SeriesBatch) -> np.ndarray:
     """Embedding [B, D]; per-channel models' channel vectors are averaged."""
     if not model.capabilities.embed:
         raise NotImplementedError(f"model {model.name!r} has no embed capability")
+    _check_context(model, batch)
     b, c, _ = batch.shape
     if _per_channel(model) and c > 1:
         out = np.asarray(model._embed(batch.fold_channels()))

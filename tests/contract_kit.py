@@ -73,3 +73,30 @@ def check_forecast_contract(spec: ModelSpec, t: int = 48, h: int = 24, b: int = 
         tiny = _series(1, 1, short)
         with pytest.raises((ModelInputError, ValueError)):
             interface.forecast(model, tiny, _queries(tiny, h))
+
+
+def check_embed_contract(spec: ModelSpec, t: int = 64, b: int = 4, c: int = 3, rtol: float = 1e-5,
+                         atol: float = 1e-6) -> None:
+    """The embedding side of the contract: [B, D] and finite, independent of the rest of the batch, no
+    state carried between calls, deterministic under a seed, a clear error for a too-short window."""
+    model = spec.load(seed=0)
+    batch = _series(b, c, t)
+    out = interface.embed(model, batch)
+    assert out.ndim == 2 and out.shape[0] == b and out.shape[1] >= 1 and np.isfinite(out).all()
+    assert not np.allclose(out[0], out[1]), "different windows gave the same embedding"
+
+    r = b // 2  # batch-size invariance
+    alone = interface.embed(model, SeriesBatch(batch.values[r:r + 1], batch.timestamps[r:r + 1]))
+    np.testing.assert_allclose(alone[0], out[r], rtol=rtol, atol=atol)
+
+    other = _series(b + 2, c, t + 16, seed=3)  # no state carried between calls
+    interface.embed(model, other)
+    np.testing.assert_allclose(interface.embed(model, batch), out, rtol=rtol, atol=atol)
+
+    np.testing.assert_allclose(interface.embed(spec.load(seed=0), batch), out, rtol=rtol, atol=atol)  # determinism
+
+    short = model.capabilities.min_context - 1
+    if short >= 1:
+        tiny = _series(1, c, short)
+        with pytest.raises((ModelInputError, ValueError)):
+            interface.embed(model, tiny)

@@ -9,7 +9,7 @@ from baselines.naive import Drift, LastValue, SeasonalNaive, WindowMean, estimat
 from models import interface
 from models.interface import SeriesBatch
 from models.registry import all_specs
-from tests.contract_kit import check_forecast_contract
+from tests.contract_kit import check_embed_contract, check_forecast_contract
 
 
 def _batch(y, t=None):
@@ -77,3 +77,13 @@ def test_registered_forecaster_meets_the_contract(name):
 def test_auto_arima_meets_the_contract():
     pytest.importorskip("statsforecast")
     check_forecast_contract(all_specs()["auto-arima"], t=24, h=4, b=2, c=2)
+
+
+EMBEDDERS = sorted(name for name, spec in all_specs().items()
+                   if "classification" in spec.tasks and spec.unavailable_reason() is None
+                   and not name.startswith("test-"))
+
+
+@pytest.mark.parametrize("name", EMBEDDERS)
+def test_registered_embedder_meets_the_contract(name):
+    check_embed_contract(all_specs()[name])
