@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
-from models.registry import NEEDS_CODE, NEEDS_PACKAGE, NEEDS_WEIGHTS, ModelUnavailableError, Unavailable
+from models.registry import NEEDS_CODE, NEEDS_WEIGHTS, ModelUnavailableError, Unavailable
 
 
 @dataclass(frozen=True)
@@ -40,14 +40,6 @@ class CodeSource:
 
     def is_checkout(self, path: Path) -> bool:
         return all((path / marker).is_file() for marker in self.markers)
-
-
-# third-party modules a checkout imports that this project's extra of the same name installs
-_EXTRA_MODULES: dict[str, tuple[str, ...]] = {"normwear": ("timm",)}
-# what usually breaks such an import, per model
-_IMPORT_HINTS: dict[str, str] = {
-    "normwear": " (its code imports timm, and timm imports torchvision, whose build must match torch's: with the CPU "
-                "torch, install torchvision from https://download.pytorch.org/whl/cpu; docs/research-code-baselines.md)"}
 
 
 def find_checkout(source: CodeSource, weights: str | os.PathLike | None = None,
@@ -90,14 +82,12 @@ def import_from_checkout(source: CodeSource, root: Path, module: str) -> ModuleT
     except ModuleNotFoundError as exc:
         if exc.name and not exc.name.startswith(package):
             raise ModelUnavailableError(
-                f"{source.model}: its code in {root} imports {exc.name!r}, which is not installed here"
-                + (f"; install it with pip install -c constraints.txt -e \".[{source.model}]\""
-                   if exc.name.split(".")[0] in _EXTRA_MODULES.get(source.model, ()) else "")) from exc
+                f"{source.model}: its code in {root} imports {exc.name!r}, which is not installed here") from exc
         raise ModelUnavailableError(f"{source.model}: {root} has no module {module!r}: {exc}") from exc
     except Exception as exc:  # its code, or a package it imports, fails on import
         raise ModelUnavailableError(
             f"{source.model}: importing {module} from the checkout {root} failed: {type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''}{_IMPORT_HINTS.get(source.model, '')}") from exc
+            f"{str(exc).splitlines()[0] if str(exc) else ''}") from exc
 
 
 STATE_DICT_KEYS = ("model", "model_state_dict", "state_dict")
@@ -172,7 +162,7 @@ def open_model_code(source: CodeSource, file: Path, code: str | os.PathLike | No
 def check(source: CodeSource, locate: Callable[[str, str | None], Path], card: str, weights: str | None = None,
           code: str | None = None, **_: object) -> str | None:
     """Registry check (cheap, imports nothing of the model): the checkpoint (``needs weights``), then the
-    checkout (``needs code``), then the packages its code imports (``needs package``)."""
+    checkout (``needs code``)."""
     try:
         file = locate(card, weights)
     except ModelUnavailableError as exc:
@@ -181,8 +171,4 @@ def check(source: CodeSource, locate: Callable[[str, str | None], Path], card: s
         find_checkout(source, file.parent, code)
     except ModelUnavailableError as exc:
         return Unavailable(str(exc), NEEDS_CODE)
-    missing = [m for m in _EXTRA_MODULES.get(source.model, ()) if importlib.util.find_spec(m) is None]
-    if missing:
-        return Unavailable(f"{source.model}'s code imports {', '.join(missing)}: install it with "
-                           f"pip install -c constraints.txt -e \".[{source.model}]\"", NEEDS_PACKAGE)
     return None

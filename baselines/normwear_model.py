@@ -2,8 +2,13 @@
 
 NormWear is not a package: its code comes from the user's checkout of the official repository
 (:mod:`baselines.checkout`, ``$SOTER_BENCH_NORMWEAR_CODE``) and its checkpoint from the repository's
-v1.0.0-alpha release, read with ``torch.load(weights_only=True)``. The checkout's patch embedding
-imports ``timm`` (extra ``normwear``).
+v1.0.0-alpha release, read with ``torch.load(weights_only=True)``.
+
+Its patch embedding imports one helper from ``timm``, ``to_2tuple`` (a number to a pair). timm
+imports torchvision, and PyPI's torchvision (a CUDA build) fails to import beside the CPU torch,
+taking transformers' adapters down with it; so timm is not a dependency. When timm imports, its
+helper is used; otherwise, for the duration of that import only, ``timm.models.layers`` is a
+stand-in holding ``to_2tuple`` alone, and ``describe()`` says which was used.
 
 The embedding follows NormWear's own downstream code (``downstream_pipeline/model_apis.py``,
 ``NormWear_API.get_embedding``), with two documented differences (docs/research-code-baselines.md):
@@ -20,8 +25,13 @@ Each channel's tokens ([CLS] and patches) are averaged and the channel vectors c
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import sys
 from fractions import Fraction
 from pathlib import Path
+from collections.abc import Iterable, Iterator
+from types import ModuleType
 
 import numpy as np
 
@@ -43,6 +53,49 @@ ARCHITECTURE = dict(img_size=(387, 65), patch_size=(9, 5), mask_scheme="random",
 CWT_SCALES = (0.1, 64)  # lowest and largest Ricker scale of its cwt_wrap call
 MIN_LENGTH = 11  # samples at the model's input: two derivatives plus one 9-step time patch
 RESAMPLE_MODES = ("authors", "always", "never")
+
+
+def to_2tuple(x: object) -> tuple:
+    """timm's ``to_2tuple``: an iterable (not a string) as a tuple, anything else repeated twice."""
+    if isinstance(x, Iterable) and not isinstance(x, str):
+        return tuple(x)
+    return (x, x)
+
+
+def _timm_failure() -> str | None:
+    """None when ``timm.models.layers`` imports, else why not (not installed, or its torchvision fails)."""
+    try:
+        importlib.import_module("timm.models.layers")
+    except Exception as exc:
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return None
+
+
+@contextlib.contextmanager
+def timm_helper() -> Iterator[str]:
+    """timm if it imports; else a stand-in ``timm.models.layers`` (``to_2tuple`` only) while NormWear's code
+    is imported, removed afterwards. Yields what was used, for ``describe()``."""
+    reason = _timm_failure()
+    if reason is None:
+        from importlib.metadata import version
+
+        yield f"timm {version('timm')}"
+        return
+    names = ("timm", "timm.models", "timm.models.layers")
+    saved = {name: sys.modules.get(name) for name in names}
+    stand_in = {name: ModuleType(name) for name in names}
+    stand_in["timm"].models = stand_in["timm.models"]
+    stand_in["timm.models"].layers = stand_in["timm.models.layers"]
+    stand_in["timm.models.layers"].to_2tuple = to_2tuple
+    sys.modules.update(stand_in)
+    try:
+        yield f"stand-in for timm.models.layers.to_2tuple (timm did not import: {reason})"
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
 
 
 def sampling_rate(timestamps: np.ndarray) -> np.ndarray:
@@ -68,7 +121,8 @@ class NormWear(Model):
         c: Card = CARDS[card]
         self.name, self.capabilities = c.name, c.capabilities
         file = checkpoint_file(card, weights)
-        root, module, state = open_model_code(SOURCE, file, code, "modules.normwear")
+        with timm_helper() as timm_used:
+            root, module, state = open_model_code(SOURCE, file, code, "modules.normwear")
         import torch
 
         seed_everything(seed)
@@ -78,7 +132,7 @@ class NormWear(Model):
         load_into(c.name, self._model, state, file)
         self._model.to(device).eval()
         self._cwt, self._torch, self._device, self._resample = module.cwt_wrap, torch, torch.device(device), resample
-        self._info = {"name": self.name, "code": str(root), "weights": str(file), "resample": resample,
+        self._info = {"name": self.name, "code": str(root), "weights": str(file), "resample": resample, "timm": timm_used,
                       "checkpoint_loading": "torch.load(weights_only=True)",
                       "embedding": "mean over [CLS] and patch tokens per channel, channels concatenated"}
 

@@ -192,12 +192,12 @@ for card in (
 register_card(
     Card("normwear", "NormWear", None, None,
          source="the v1.0.0-alpha release of github.com/Mobile-Sensing-and-UbiComp-Laboratory/NormWear",
-         licence="Apache-2.0 (its repository's licence)", requires=(), extra="normwear",
+         licence="Apache-2.0 (its repository's licence)", requires=(), extra=None,
          files=(("*.pth", "*.pt"),),
          capabilities=Capabilities(forecast=False, embed=True, multivariate=True, min_context=11),
          tasks=("classification",),
          notes="embedding only; runs the code of a user's checkout of its repository ($SOTER_BENCH_NORMWEAR_CODE, "
-               "or a checkout holding the checkpoint), which imports timm (extra normwear); checkpoint read with "
+               "or a checkout holding the checkpoint); checkpoint read with "
                "torch.load(weights_only=True); tokens averaged per channel, channels concatenated; signals above "
                "256 Hz resampled to 65 Hz, as its downstream code does"),
     "baselines.normwear_model:NormWear", check="baselines.normwear_model:check")

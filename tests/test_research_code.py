@@ -14,6 +14,7 @@ real classes.
 from __future__ import annotations
 
 import os
+import sys
 import textwrap
 from pathlib import Path
 
@@ -24,12 +25,13 @@ import torch
 from baselines import checkout, normwear_model, tfc_model
 from models import interface
 from models.interface import ModelInputError, SeriesBatch
-from models.registry import NEEDS_CODE, NEEDS_PACKAGE, NEEDS_WEIGHTS, READY, ModelSpec, ModelUnavailableError, all_specs
+from models.registry import NEEDS_CODE, NEEDS_WEIGHTS, READY, ModelSpec, ModelUnavailableError, all_specs
 from tests.contract_kit import check_embed_contract
 
 FAKE_NORMWEAR = {
     "main_model.py": "# fake NormWear checkout (tests): the real one imports torchaudio here\n",
-    "modules/patch_embed.py": "TOKEN_DIM = 8\n",
+    "modules/patch_embed.py": "from timm.models.layers import to_2tuple  # as the real one does\n\n"
+                              "TOKEN_DIM = to_2tuple(8)[0]\n",
     "modules/normwear.py": textwrap.dedent('''
         import torch
         import torch.nn as nn
@@ -100,13 +102,13 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 def normwear_checkout(tmp_path, monkeypatch) -> tuple[Path, Path]:
     """A fake NormWear checkout and, beside it, a folder with a checkpoint saved as its training code does."""
     root = _write(tmp_path / "NormWear", FAKE_NORMWEAR)
-    module = checkout.import_from_checkout(normwear_model.SOURCE, root, "modules.normwear")
+    with normwear_model.timm_helper():
+        module = checkout.import_from_checkout(normwear_model.SOURCE, root, "modules.normwear")
     torch.manual_seed(1)
     net = module.NormWear(**normwear_model.ARCHITECTURE)
     weights = tmp_path / "normwear-weights"
     weights.mkdir()
     torch.save({"model": net.state_dict(), "epoch": 3}, weights / "normwear_checkpoint.pth")
-    monkeypatch.setitem(checkout._EXTRA_MODULES, "normwear", ())  # the fake imports no timm
     monkeypatch.delenv(normwear_model.SOURCE.env_var, raising=False)
     return root, weights
 
@@ -165,11 +167,19 @@ def test_a_folder_that_is_not_a_checkout_is_named(normwear_checkout, monkeypatch
     assert status == NEEDS_CODE and f"{tmp_path} is not a checkout" in reason and "modules/normwear.py" in reason
 
 
-def test_normwear_without_timm_needs_its_extra(normwear_checkout, monkeypatch):
+def test_without_timm_its_one_helper_is_stood_in_only_while_its_code_is_imported(normwear_checkout, monkeypatch):
     root, weights = normwear_checkout
-    monkeypatch.setitem(checkout._EXTRA_MODULES, "normwear", ("a_module_that_is_not_installed",))
-    status, reason = all_specs()["normwear"].status(weights=str(weights), code=str(root))
-    assert status == NEEDS_PACKAGE and '".[normwear]"' in reason
+    monkeypatch.setattr(normwear_model, "_timm_failure", lambda: "ModuleNotFoundError: No module named 'timm'")
+    monkeypatch.delitem(sys.modules, "timm", raising=False)
+    with normwear_model.timm_helper() as used:
+        from timm.models.layers import to_2tuple
+
+        assert to_2tuple(3) == (3, 3) and to_2tuple([9, 5]) == (9, 5) and to_2tuple("ab") == ("ab", "ab")
+    assert "stand-in" in used and "No module named 'timm'" in used
+    assert "timm" not in sys.modules and "timm.models.layers" not in sys.modules  # nothing left behind
+    model = _spec("normwear", weights=str(weights), code=str(root)).load(seed=0)
+    assert model.describe()["timm"].startswith("stand-in for timm.models.layers.to_2tuple")
+    assert "timm" not in sys.modules
 
 
 def test_with_weights_and_code_they_are_ready(normwear_checkout, tfc_checkout, monkeypatch):
@@ -358,10 +368,11 @@ def test_real_tfc_code_with_random_weights_meets_the_contract(tmp_path):
 
 
 @pytest.mark.skipif(not os.environ.get("SOTER_BENCH_NORMWEAR_CODE"),
-                    reason="set SOTER_BENCH_NORMWEAR_CODE to a NormWear checkout (its code imports timm)")
+                    reason="set SOTER_BENCH_NORMWEAR_CODE to a NormWear checkout")
 def test_real_normwear_code_with_random_weights_meets_the_contract(tmp_path):
     root = Path(os.environ["SOTER_BENCH_NORMWEAR_CODE"])
-    module = checkout.import_from_checkout(normwear_model.SOURCE, root, "modules.normwear")
+    with normwear_model.timm_helper():
+        module = checkout.import_from_checkout(normwear_model.SOURCE, root, "modules.normwear")
     torch.manual_seed(0)
     net = module.NormWear(**normwear_model.ARCHITECTURE)
     torch.save({"model": net.state_dict()}, tmp_path / "normwear.pth")
