@@ -13,7 +13,7 @@ Checkpoints of these models are pickles; :func:`load_state_dict` reads them with
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import importlib
 import os
 import sys
 from dataclasses import dataclass

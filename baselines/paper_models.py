@@ -12,8 +12,8 @@
 * Lag-Llama runs in its own environment too, with the code of the user's checkout (its status says
   ``needs weights`` or ``needs code`` until both are there).
 * NormWear and TF-C ship research code, not packages: they run in this environment from the user's
-  checkout of their repository (:mod:`baselines.checkout`); their status says ``needs weights``,
-  ``needs code`` or ``needs package`` until all is there. No adapter falls back to random weights.
+  checkout of their repository (:mod:`baselines.checkout`); their status says ``needs weights``
+  or ``needs code`` until both are there. No adapter falls back to random weights.
 
 Parameter counts are the paper's ("Paras": parameters activated per inference step).
 """

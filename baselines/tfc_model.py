@@ -87,10 +87,9 @@ class TFC(Model):
         return out.reshape(b, c * 256)
 
     def _z(self, x_t, x_f) -> np.ndarray:
-        """TF-C's forward on [N, 1, L]: ``[z_time; z_freq]`` as [N, 256]."""
-        out = self._model(x_t, x_f)
-        z = self._torch.cat((out[1], out[3]), dim=1) if isinstance(out, tuple) else out
-        return z.double().cpu().numpy()
+        """TF-C's forward on [N, 1, L] returns (h_time, z_time, h_freq, z_freq): ``[z_time; z_freq]`` as [N, 256]."""
+        _, z_time, _, z_freq = self._model(x_t, x_f)
+        return self._torch.cat((z_time, z_freq), dim=1).double().cpu().numpy()
 
     def describe(self) -> dict[str, object]:
         return dict(self._info)
