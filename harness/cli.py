@@ -128,7 +128,8 @@ def _examples(args: argparse.Namespace) -> int:
         print(f"skipped {m}: {get_spec(m).unavailable_reason(**options.get(m, {}))}", file=sys.stderr)
     window = WindowSpec.parse(args.window)
     frame = forecast_example(dataset, [m for m in models if m not in unavailable], window, args.seed, options)
-    stem = "-".join(["forecast-example", Path(name).name, f"{window.context}x{window.horizon}",
+    safe = "".join(ch if ch.isalnum() or ch in "-._" else "_" for ch in Path(name).name)  # e.g. mitbih:blocks=6
+    stem = "-".join(["forecast-example", safe, f"{window.context}x{window.horizon}",
                      *(["_".join(args.channels)] if args.channels else [])])
     for f in plot_example(frame, args.out / stem):
         print(f)

@@ -114,7 +114,24 @@ def error_table(frame: pd.DataFrame, task: str, condition: str | None = None, mo
                 reason = next((r for r in g.loc[~g["complete"], "reason"] if r), "")
                 notes.append(f"{model} on {ds}: {len(ok)}/{len(g)} {REPLICATE_WORDS[task]} complete"
                              + (f" ({reason})" if reason else ""))
-    return Table(caption, columns, tuple(models), entries, tuple(notes))
+    measured = [m for m in models if any(e.status == "ok" for (name, _), e in entries.items() if name == m)]
+    return Table(caption, columns, tuple(models), entries, tuple(notes) + model_notes(measured))
+
+
+def model_notes(models) -> tuple[str, ...]:
+    """The registry's note of each model given (how it was run, where that differs from the paper):
+    callers pass the models with numbers in the table; models no longer registered have none."""
+    from models.registry import UnknownModelError, get_spec
+
+    notes = []
+    for model in models:
+        try:
+            note = get_spec(model).note
+        except UnknownModelError:
+            continue
+        if note:
+            notes.append(note)
+    return tuple(notes)
 
 
 def forecasting_table(frame: pd.DataFrame, models: list[str] | None = None,

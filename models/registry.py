@@ -64,6 +64,7 @@ class ModelSpec:
     default: bool = True  # part of the default model set of each task in ``tasks``
     tasks: tuple[str, ...] = ("forecasting", "imputation", "noise")  # tasks the model takes part in
     options: dict[str, Any] = field(default_factory=dict)
+    note: str = ""  # printed under every table in which the model appears (e.g. how it was decoded)
 
     def unavailable_reason(self, **options: Any) -> str | None:
         """None when the model can be loaded here, else a message that says how to fix it."""

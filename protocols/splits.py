@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocols.data import Dataset, DatasetError
+import numpy as np
+
+from protocols.data import Dataset, DatasetError, Recording
 
 
 @dataclass(frozen=True)
@@ -35,3 +37,25 @@ def get_fold(dataset: Dataset, test_subject: str) -> Fold:
         if fold.test_subject == test_subject:
             return fold
     raise DatasetError(f"dataset {dataset.name!r} has no subject {test_subject!r}")
+
+
+def split_into_blocks(dataset: Dataset, blocks: int) -> Dataset:
+    """Each recording cut into ``blocks`` contiguous, equal parts, each part its own pseudo-subject
+    ``<subject>#<i>``: how a dataset of one subject (one MIT-BIH record, say) gets leave-one-out
+    folds. The normaliser of a fold is then fitted on the other blocks of the same recordings, so
+    such folds are leave-one-block-out, not leave-one-subject-out; the dataset is renamed
+    ``<name>:blocks=<K>`` so that tables and records say so."""
+    if blocks < 2:
+        raise DatasetError(f"blocks must be >= 2, got {blocks}")
+    recs = []
+    for r in dataset.recordings:
+        if r.n_samples < blocks:
+            raise DatasetError(f"dataset {dataset.name!r}, recording {r.name!r}: {r.n_samples} samples cannot be "
+                               f"cut into {blocks} blocks")
+        edges = np.linspace(0, r.n_samples, blocks + 1).round().astype(int)
+        for i, (a, b) in enumerate(zip(edges[:-1], edges[1:]), start=1):
+            recs.append(Recording(f"{r.subject}#{i}", f"{r.name}#{i}", r.values[:, a:b], r.timestamps[a:b],
+                                  None if r.labels is None else r.labels[a:b]))
+    return Dataset(f"{dataset.name}:blocks={blocks}", dataset.channels, tuple(recs), dataset.sampling_rate,
+                   dataset.label_names, f"{dataset.description} (each recording in {blocks} blocks, "
+                   "leave-one-block-out)", {**dataset.metadata, "blocks": blocks})

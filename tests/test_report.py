@@ -112,3 +112,14 @@ def test_report_never_crashes_and_lists_what_it_could_not_produce(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "tab:main_results: this run has no records" in write_report(empty, tmp_path / "out2").read_text()
+
+
+def test_a_models_note_appears_once_and_only_under_its_numbers():
+    frame = fixed_records()
+    (_, table), = task_tables(frame, "forecasting")
+    assert sum("soter: forecasts decoded per query" in n for n in table.notes) == 1
+    assert not any(n.startswith("tirex") and "decoded" in n for n in table.notes)
+    unavailable = frame.copy()
+    unavailable.loc[unavailable["model"] == "soter", "status"] = "unavailable"
+    (_, table), = task_tables(unavailable, "forecasting")
+    assert not any("decoded per query" in n for n in table.notes)

@@ -9,7 +9,7 @@ import torch
 
 from models.interface import Capabilities, Model, SeriesBatch
 from models.soter.config import SoterConfig, preset
-from models.soter.model import SoterModel
+from models.soter.model import ROLLOUTS, SoterModel
 
 
 class SoterAdapter(Model):
@@ -17,8 +17,8 @@ class SoterAdapter(Model):
 
     def __init__(self, model: SoterModel, name: str = "soter", rollout: str = "autoregressive",
                  per_channel: bool = False, device: str = "cpu", batch_size: int = 256, source: str = "") -> None:
-        if rollout not in ("autoregressive", "direct"):
-            raise ValueError(f"rollout must be 'autoregressive' or 'direct', got {rollout!r}")
+        if rollout not in ROLLOUTS:
+            raise ValueError(f"rollout must be one of {ROLLOUTS}, got {rollout!r}")
         self.name = name
         self.model = model.to(device).eval()
         self.rollout, self.per_channel, self.device, self.batch_size = rollout, per_channel, device, batch_size
@@ -63,18 +63,25 @@ class SoterAdapter(Model):
         return torch.cat(out).double().cpu().numpy()
 
     def describe(self) -> dict[str, object]:
-        return {"name": self.name, "source": self.source, "rollout": self.rollout, "per_channel": self.per_channel,
+        info = {"name": self.name, "source": self.source, "rollout": self.rollout, "per_channel": self.per_channel,
                 "config": self.model.config.to_dict()}
+        sums = Path(self.source) / "SHA256SUMS" if self.source and not self.source.startswith(("random", "authors")) else None
+        if sums is not None and sums.is_file():  # names the exact weights a record was computed with
+            import hashlib
+
+            info["checkpoint"] = Path(self.source).name
+            info["checkpoint_sha256"] = hashlib.sha256(sums.read_bytes()).hexdigest()[:16]
+        return info
 
 
 def load_soter(weights: str | Path | None = None, rollout: str = "autoregressive", per_channel: bool = False,
-               device: str = "cpu", **_: object) -> SoterAdapter:
+               device: str = "cpu", name: str = "soter", **_: object) -> SoterAdapter:
     """The trained checkpoint (shipped, or ``weights=DIR``)."""
     from models.soter.io import from_pretrained
     from models.soter.registration import checkpoint_dir
 
     folder = checkpoint_dir(weights)
-    return SoterAdapter(from_pretrained(folder), rollout=rollout, per_channel=per_channel, device=device,
+    return SoterAdapter(from_pretrained(folder), name=name, rollout=rollout, per_channel=per_channel, device=device,
                         source=str(folder))
 
 

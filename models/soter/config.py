@@ -123,6 +123,13 @@ PRESETS: dict[str, SoterConfig] = {
                               num_experts=4, dft_length=64, decoder_hidden=(32, 32), max_length=256),
     # the official code's defaults
     "soter-small": SoterConfig(),
+    # sized for pre-training on a 2-core CPU (docs/soter.md, BENCHMARKS.md): the paper's six layers with
+    # the CD layer on top, head dimension 32 (CPU attention is faster there than at 16), DFT length =
+    # the training context
+    "soter-cpu-64": SoterConfig(hidden_size=64, num_heads=2, intermediate_size=128, num_experts=4,
+                                dft_length=256, decoder_hidden=(64, 64), max_length=256),
+    "soter-cpu-96": SoterConfig(hidden_size=96, num_heads=3, intermediate_size=192, num_experts=6,
+                                dft_length=256, decoder_hidden=(96, 96), max_length=256),
     # six layers sized to the paper's 49.79M total / 20.29M active (docs/soter.md)
     "soter-paper": SoterConfig(hidden_size=576, num_heads=9, intermediate_size=576, num_experts=12,
                                decoder_hidden=(256, 256)),

@@ -3,7 +3,8 @@
 Layout (as Hugging Face uses it): ``config.json``; ``model.safetensors``, or shards
 ``model-00001-of-0000N.safetensors`` with ``model.safetensors.index.json`` mapping every
 tensor to its shard.  A missing file, a truncated shard, or weights that do not fit the config
-are errors naming the file.
+are errors naming the file.  A ``SHA256SUMS`` file beside them (the shipped checkpoint has one)
+is verified on every load.
 """
 
 from __future__ import annotations
@@ -57,6 +58,45 @@ def save_pretrained(model: SoterModel, path: str | Path, max_shard_bytes: int = 
     return path
 
 
+CHECKSUMS = "SHA256SUMS"
+
+
+def _sha256(file: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(file, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_checksums(path: str | Path) -> Path:
+    """``SHA256SUMS`` (``sha256sum`` format) over config.json, the weights and the shard index."""
+    path = Path(path)
+    files = sorted(f for f in path.iterdir() if f.name == "config.json" or f.name == INDEX
+                   or (f.name.startswith("model") and f.suffix == ".safetensors"))
+    out = path / CHECKSUMS
+    out.write_text("".join(f"{_sha256(f)}  {f.name}\n" for f in files))
+    return out
+
+
+def verify_checksums(path: str | Path) -> None:
+    """Every file listed in ``SHA256SUMS`` is present and unchanged; errors name the file."""
+    path = Path(path)
+    listed = (path / CHECKSUMS).read_text().splitlines()
+    if not listed:
+        raise CheckpointError(f"{path / CHECKSUMS}: empty checksum list")
+    for line in listed:
+        digest, _, name = line.partition("  ")
+        if not name or "/" in name or name.startswith(".") or len(digest) != 64:
+            raise CheckpointError(f"{path / CHECKSUMS}: malformed line {line!r}")
+        if not (path / name).is_file():
+            raise CheckpointError(f"{path / name}: listed in {CHECKSUMS} but missing")
+        if _sha256(path / name) != digest:
+            raise CheckpointError(f"{path / name}: SHA-256 does not match {CHECKSUMS} (corrupt or modified file)")
+
+
 def _read(file: Path) -> dict[str, torch.Tensor]:
     if not file.is_file():
         raise CheckpointError(f"{file}: missing weight file")
@@ -86,6 +126,8 @@ def from_pretrained(path: str | Path, map_location: str = "cpu") -> SoterModel:
     path = Path(path)
     if not (path / "config.json").is_file():
         raise CheckpointError(f"{path / 'config.json'}: missing SOTER config")
+    if (path / CHECKSUMS).is_file():
+        verify_checksums(path)
     try:
         cfg = SoterConfig.load(path / "config.json")
     except ConfigError as exc:

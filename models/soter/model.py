@@ -17,6 +17,9 @@ from models.soter.rope import normalise_timestamps, normalise_timestamps_authors
 from models.soter.spline import NaturalCubicSpline
 
 
+ROLLOUTS = ("autoregressive", "direct", "per-query")
+
+
 class Block(nn.Module):
     def __init__(self, cfg: SoterConfig, index: int) -> None:
         super().__init__()
@@ -108,16 +111,34 @@ class SoterModel(nn.Module):
         out = self.decoder(h_last.to(self.decoder.readout.weight.dtype), t_last, t_query, spline)
         return out.view(b, c, -1)
 
+    def predict_each(self, values: torch.Tensor, timestamps: torch.Tensor, query_times: torch.Tensor) -> torch.Tensor:
+        """One backbone pass, then every query time decoded by its own solve from h_T (z = 0): [B, C, Q].
+
+        Each query is then exactly the single-target prediction the model makes for it (as in
+        training with ``max_target_offset`` > 1); the solves run as one batch of B*C*Q rows.
+        """
+        b, c, t = values.shape
+        q = query_times.shape[1]
+        enc = self.encode(values, timestamps)
+        h_last = enc.hidden[:, -1].repeat_interleave(q, dim=0)  # [B*C*Q, H]
+        t_last = timestamps[:, -1].double().repeat_interleave(c * q)
+        t_query = query_times.double().repeat_interleave(c, dim=0).reshape(-1, 1)
+        out = self.decoder(h_last.to(self.decoder.readout.weight.dtype), t_last, t_query)
+        return out.view(b, c, q)
+
     def forecast(self, values: torch.Tensor, timestamps: torch.Tensor, query_times: torch.Tensor,
                  rollout: str = "autoregressive") -> torch.Tensor:
         """[B, C, H].  ``autoregressive`` (official): per step one backbone pass on the growing
         context and one solve to the next timestamp, the prediction fed back; ``direct``: one
-        pass and one solve read out at every query time."""
+        pass and one solve read out at every query time; ``per-query``: one pass and one solve per
+        query time (each the model's single-target prediction for it)."""
         mask = torch.ones_like(values, dtype=torch.bool)
         if rollout == "direct":
             return self.predict(values, timestamps, mask, query_times)
+        if rollout == "per-query":
+            return self.predict_each(values, timestamps, query_times)
         if rollout != "autoregressive":
-            raise ValueError(f"rollout must be 'autoregressive' or 'direct', got {rollout!r}")
+            raise ValueError(f"rollout must be one of {ROLLOUTS}, got {rollout!r}")
         preds = []
         for k in range(query_times.shape[1]):
             step = self.predict(values, timestamps, mask, query_times[:, k:k + 1])

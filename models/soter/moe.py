@@ -10,6 +10,27 @@ from models.soter.layers import SwiGLU
 from models.soter.routing import psd_route
 
 
+def _distributed() -> bool:
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def zero_missing_grads(module: nn.Module) -> int:
+    """Give every routed-expert parameter without a gradient a zero one (an expert that received no
+    token under grouped execution); returns how many were filled. The dense sum gives such an
+    expert an exact zero gradient, and AdamW treats zero and missing differently (a missing one
+    skips the moment decay and the weight decay), so this keeps grouped training equal to dense."""
+    filled = 0
+    for moe in module.modules():
+        if isinstance(moe, MixtureOfExperts):
+            for p in moe.experts.parameters():
+                if p.requires_grad and p.grad is None:
+                    p.grad = torch.zeros_like(p)
+                    filled += 1
+    return filled
+
+
 class MixtureOfExperts(nn.Module):
     def __init__(self, cfg: SoterConfig) -> None:
         super().__init__()
@@ -42,10 +63,15 @@ class MixtureOfExperts(nn.Module):
         return torch.cumsum(x, dim=1) / steps  # option: the mean of the causal prefix
 
     def grouped(self, x: torch.Tensor) -> bool:
-        """``auto``: grouped for CPU inference only. Under autograd an expert that receives no token
-        gets no gradient at all, which DistributedDataParallel and FSDP reject."""
+        """``auto``: grouped on CPU (inference and single-process training), dense on GPU and whenever
+        a process group of several ranks is up: under autograd an expert that receives no token gets no
+        gradient at all, which DistributedDataParallel and FSDP reject. Single-process training fills
+        those gradients with zeros before the optimizer step (``zero_missing_grads``), which is what
+        the dense sum gives them, so AdamW's update is the same."""
         mode = self.cfg.expert_execution
-        return mode == "grouped" or (mode == "auto" and x.device.type == "cpu" and not torch.is_grad_enabled())
+        if mode != "auto":
+            return mode == "grouped"
+        return x.device.type == "cpu" and not (torch.is_grad_enabled() and _distributed())
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """x [R, T, H] -> (output, auxiliary loss, chosen experts [R, T, k])."""

@@ -7,7 +7,8 @@ from pathlib import Path
 from models.registry import ModelSpec, register
 
 CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
-SHIPPED = CHECKPOINTS / "soter-small"
+SHIPPED_NAME = "soter-cpu-64"  # trained here on CPU: its MODEL_CARD.md says how, on what, and how well
+SHIPPED = CHECKPOINTS / SHIPPED_NAME
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
 
 
@@ -22,15 +23,28 @@ def check_checkpoint(weights: str | Path | None = None, **_: object) -> str | No
         return None
     where = f"--weights soter={weights}" if weights else f"{SHIPPED.relative_to(CHECKPOINTS.parents[2])}"
     return (f"no trained SOTER checkpoint found ({where}: needs config.json and model.safetensors); "
-            "train one with the pre-training pipeline (issue #4) or pass --weights soter=DIR. "
+            "train one (docs/soter-training.md) or pass --weights soter=DIR. "
             "Random weights are never used for SOTER rows.")
 
 
 register(ModelSpec(
     name="soter", factory="models.soter.adapter:load_soter", family="soter",
-    description="SOTER (paper model) from a trained checkpoint: forecast, causal CDE imputation, embedding",
+    description=f"SOTER from a trained checkpoint (default: the shipped {SHIPPED_NAME}), forecasts decoded "
+                "per query: forecast, causal CDE imputation, embedding",
     licence="MIT (this repository's weights)", check="models.soter.registration:check_checkpoint",
     tasks=("forecasting", "imputation", "noise", "classification"),
+    options={"rollout": "per-query", "name": "soter"},
+    note="soter: forecasts decoded per query (one backbone pass, one ODE solve from h_T to each horizon "
+         "step), not the paper's autoregressive rollout, which is too slow for the default CPU run: "
+         "--models soter-autoregressive (docs/soter.md)",
+))
+
+register(ModelSpec(
+    name="soter-autoregressive", factory="models.soter.adapter:load_soter", family="soter", default=False,
+    description="the same SOTER checkpoint with the paper's autoregressive rollout (one backbone pass per "
+                "horizon step)", licence="MIT (this repository's weights)",
+    check="models.soter.registration:check_checkpoint", tasks=("forecasting", "noise"),
+    options={"rollout": "autoregressive", "name": "soter-autoregressive"},
 ))
 
 register(ModelSpec(
@@ -43,7 +57,7 @@ register(ModelSpec(
 def check_authors_checkpoint(weights: str | Path | None = None, **_: object) -> str | None:
     from models.soter.authors import HUB_ID
 
-    how = (f"download it on a machine with internet (`huggingface-cli download {HUB_ID} --local-dir DIR`), "
+    how = (f"download it on a machine with internet (`hf download {HUB_ID} --local-dir DIR`), "
            "copy DIR here and pass --weights soter-authors=DIR")
     if not weights:
         return f"the authors' SOTER checkpoint is not bundled: {how}"

@@ -60,12 +60,24 @@ def resolve_data_root(root: str | Path | None) -> Path | None:
     return Path(root).expanduser().resolve() if root is not None else None
 
 
+BLOCKS_SUFFIX = ":blocks="
+
+
 def load_dataset(name: str, data_root: str | Path | None = None, **options: Any) -> Dataset:
     """Load a registered dataset by name, or a user folder by path.
 
     Downloaded datasets live under ``data_root`` (``--data-root``), one folder per dataset.
+    ``NAME:blocks=K`` cuts every recording into K contiguous blocks that act as subjects
+    (``protocols.splits.split_into_blocks``): leave-one-block-out for a dataset of one subject.
     """
     _ensure_registered()
+    base, sep, k = name.rpartition(BLOCKS_SUFFIX)
+    if sep:
+        from protocols.splits import split_into_blocks
+
+        if not k.isdigit():
+            raise DatasetError(f"{name!r}: the number of blocks after {BLOCKS_SUFFIX!r} must be an integer")
+        return split_into_blocks(load_dataset(base, data_root, **options), int(k))
     if name in _REGISTRY:
         spec = _REGISTRY[name]
         module, _, attr = spec.loader.partition(":")

@@ -59,7 +59,7 @@ def test_their_weights_load_and_forecast_identically(tmp_path, fmt):
     for k, v in original.state_dict().items():
         assert torch.equal(v, loaded.state_dict()[k]), k
     spec = get_spec("soter-authors")
-    assert spec.unavailable_reason() and "huggingface-cli download SII-fkchen/SOTER" in spec.unavailable_reason()
+    assert spec.unavailable_reason() and "hf download SII-fkchen/SOTER" in spec.unavailable_reason()
     assert spec.unavailable_reason(weights=str(tmp_path / "ckpt")) is None
     model = spec.load(weights=str(tmp_path / "ckpt"), rollout="direct")
     rng = np.random.default_rng(0)

@@ -345,11 +345,23 @@ def test_grouped_experts_equal_the_dense_sum(router):
     scale = max(gp.abs().max().item() for _, gp, _ in grads)  # (attention key biases have gradient ~0)
     for name, gp, gq in grads:
         torch.testing.assert_close(gq, gp, rtol=1e-4, atol=1e-5 * scale, msg=name)
-    assert TINY.expert_execution == "auto"  # grouped for CPU inference, dense in training and on GPU
+    assert TINY.expert_execution == "auto"  # grouped on CPU (one process), dense under DDP/FSDP and on GPU
     auto = _model(dtype=torch.float32).blocks[0].moe
     with torch.no_grad():
         assert auto.grouped(values)
-    assert not auto.grouped(values)  # gradients on: dense, so every expert gets one (DDP, FSDP)
+    assert auto.grouped(values)  # single-process CPU training too (missing expert gradients are zero-filled)
+
+
+def test_auto_experts_are_dense_under_a_process_group(monkeypatch):
+    """DDP and FSDP need a gradient for every parameter on every rank: dense there."""
+    from models.soter import moe
+
+    auto = _model(dtype=torch.float32).blocks[0].moe
+    values = torch.randn(2, 5, TINY.hidden_size)
+    monkeypatch.setattr(moe, "_distributed", lambda: True)
+    assert not auto.grouped(values)
+    with torch.no_grad():
+        assert auto.grouped(values)  # inference never needs every gradient
 
 
 def test_grouped_experts_skip_zero_weights_only():

@@ -25,6 +25,15 @@ class TrainConfig:
     dataset_weighting: str = "size"  # per-step dataset draw: "size" (by window count) or "uniform"
     missing_prob: float = 0.5  # per step: the fair coin between the two regimes
     missing_rate: float = 0.15  # share of context points masked in the missingness regime
+    # beyond the paper (off by default; docs/soter-training.md): in the full-history regime the target
+    # is k samples after the context, k = 1 with probability next_step_prob, else uniform in 2..K
+    max_target_offset: int = 1
+    next_step_prob: float = 1.0
+    min_context: int = 0  # > 0: each step's context length uniform in [min_context, max_length]
+    # held-out loss: a second corpus (e.g. other synthetic seeds), val_batches fixed batches every val_every steps
+    val_corpus: str = ""
+    val_every: int = 500
+    val_batches: int = 16
     bf16: bool = True  # autocast on CUDA only
     fsdp: bool = False  # shard parameters, gradients and optimizer state (FSDP2) instead of DDP when world_size > 1
     seed: int = 42

@@ -7,6 +7,17 @@ drawn as often as a day of MIMIC; ``dataset_weighting="uniform"`` gives every da
 of ``max_length + 1`` samples (context + next-timestamp target), and gives rank r its slice,
 so the ranks together see exactly the batch that one process with the combined batch size sees.
 Gap filter: a window touching a missing sample is redrawn.
+
+Two options beyond the paper (both off by default, where the batch is exactly the paper's):
+``max_target_offset`` K > 1 draws, in the full-history regime, each window's target k samples
+after its context (k = 1, the paper's next timestamp, with probability ``next_step_prob``, else
+uniform in 2..K), so that the decoder learns to reach any queried timestamp within K samples;
+the missingness regime keeps k = 1 (its spline control would be extrapolated over k samples).
+``min_context`` > 0 draws the step's context length uniformly in [min_context, max_length] (the
+paper's windows are "at most" max_length long); the context is the newest part of the window.
+Both are drawn from their own seeded streams: the dataset and regime of every step stay those of
+the paper's schedule (windows are K - 1 samples longer, so their starts are drawn from a slightly
+shorter range).
 """
 
 from __future__ import annotations
@@ -23,7 +34,7 @@ MAX_REDRAWS = 50
 
 @dataclass(frozen=True)
 class Batch:
-    values: np.ndarray  # [B, C, L + 1] float32
+    values: np.ndarray  # [B, C, L + 1] float32: the context, then the target (k samples after it)
     times: np.ndarray  # [B, L + 1] float64
     observed: np.ndarray  # [B, C, L] bool: the context mask of the regime
     missing_regime: bool
@@ -33,8 +44,15 @@ class Batch:
 class WindowSampler:
     def __init__(self, datasets: list[CorpusDataset], max_length: int, batch_size: int, seed: int,
                  missing_prob: float = 0.5, missing_rate: float = 0.15, rank: int = 0, world_size: int = 1,
-                 dataset_weighting: str = "size") -> None:
-        self.window = max_length + 1
+                 dataset_weighting: str = "size", max_target_offset: int = 1, next_step_prob: float = 1.0,
+                 min_context: int = 0) -> None:
+        if max_target_offset < 1 or not 0 <= next_step_prob <= 1:
+            raise ValueError("max_target_offset must be >= 1 and next_step_prob in [0, 1]")
+        if not 0 <= min_context <= max_length:
+            raise ValueError(f"min_context must be in [0, max_length={max_length}], got {min_context}")
+        self.max_length, self.max_target_offset = max_length, max_target_offset
+        self.next_step_prob, self.min_context = next_step_prob, min_context
+        self.window = max_length + max_target_offset
         self.datasets = [d for d in datasets if (d.lengths >= self.window).any()]
         if not self.datasets:
             raise CorpusError(f"no corpus dataset has a recording of {self.window} samples")
@@ -69,8 +87,39 @@ class WindowSampler:
             values.append(v)
             times.append(np.asarray(ds.times[a:a + self.window], dtype=np.float64))
         values_arr, times_arr = np.stack(values), np.stack(times)
+        if self.max_target_offset > 1 or self.min_context:
+            values_arr, times_arr = self._context_and_target(values_arr, times_arr, step, micro, missing)
         observed = np.ones(values_arr[..., :-1].shape, dtype=bool)
         if missing:
             observed = rng.random(observed.shape) >= self.missing_rate
         sl = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
         return Batch(values_arr[sl], times_arr[sl], observed[sl], missing, ds.name)
+
+    def context_length(self, step: int, micro: int = 0) -> int:
+        """The step's context length (the same on every rank)."""
+        if not self.min_context:
+            return self.max_length
+        rng = np.random.default_rng(stable_seed(self.seed, "context-length", step, micro))
+        return int(rng.integers(self.min_context, self.max_length + 1))
+
+    def target_offsets(self, step: int, micro: int, missing: bool) -> np.ndarray:
+        """k per window of the global batch: 1 in the missingness regime, else 1 with probability
+        ``next_step_prob`` and uniform in 2..K otherwise."""
+        total = self.batch_size * self.world_size
+        if missing or self.max_target_offset == 1:
+            return np.ones(total, dtype=np.int64)
+        rng = np.random.default_rng(stable_seed(self.seed, "target-offset", step, micro))
+        far = rng.integers(2, self.max_target_offset + 1, size=total)
+        return np.where(rng.random(total) < self.next_step_prob, 1, far)
+
+    def _context_and_target(self, values: np.ndarray, times: np.ndarray, step: int, micro: int,
+                            missing: bool) -> tuple[np.ndarray, np.ndarray]:
+        """[B, C, max_length + K] windows -> [B, C, L + 1]: the newest L context samples, then the
+        sample k after the context's last one."""
+        length, top = self.context_length(step, micro), self.max_length
+        k = self.target_offsets(step, micro, missing)
+        rows = np.arange(len(values))
+        target = values[rows, :, top - 1 + k]  # [B, C]
+        ctx = values[:, :, top - length:top]
+        return (np.concatenate([ctx, target[:, :, None]], axis=2),
+                np.concatenate([times[:, top - length:top], times[rows, top - 1 + k][:, None]], axis=1))

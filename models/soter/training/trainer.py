@@ -27,6 +27,7 @@ import torch.distributed as dist
 from models.soter.config import SoterConfig, preset
 from models.soter.io import CheckpointError, from_pretrained, save_pretrained
 from models.soter.model import SoterModel
+from models.soter.moe import zero_missing_grads
 from models.soter.training.config import TrainConfig
 from models.soter.training.corpus import open_corpus
 from models.soter.training.sampler import Batch, WindowSampler
@@ -82,9 +83,31 @@ class Trainer:
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: lr_factor(s, cfg.warmup_steps, cfg.steps))
         self.sampler = WindowSampler(open_corpus(Path(cfg.corpus)), cfg.max_length, cfg.batch_size, cfg.seed,
                                      cfg.missing_prob, cfg.missing_rate, self.rank, self.world_size,
-                                     cfg.dataset_weighting)
+                                     cfg.dataset_weighting, cfg.max_target_offset, cfg.next_step_prob,
+                                     cfg.min_context)
+        self.val_sampler = None
+        if cfg.val_corpus:  # fixed batches (steps 0..val_batches-1 of their own seeded sampler)
+            self.val_sampler = WindowSampler(open_corpus(Path(cfg.val_corpus)), cfg.max_length, cfg.batch_size,
+                                             cfg.seed + 1, cfg.missing_prob, cfg.missing_rate, 0, 1,
+                                             cfg.dataset_weighting, cfg.max_target_offset, cfg.next_step_prob,
+                                             cfg.min_context)
         self.step = 0
+        self.wall_before = 0.0  # training seconds of earlier processes (resumed runs)
+        self._started = time.perf_counter()
         self.out = Path(cfg.out)
+
+    def wall_seconds(self) -> float:
+        """Wall-clock seconds spent training, summed over resumed runs."""
+        return self.wall_before + time.perf_counter() - self._started
+
+    def heldout_loss(self) -> float:
+        """Mean loss over the validation corpus's fixed batches (no gradient; the same every call)."""
+        if self.val_sampler is None:
+            raise ValueError("no validation corpus (--val-corpus)")
+        with torch.no_grad():
+            losses = [batch_loss(self.model, self.val_sampler.batch(i), self.device).item()
+                      for i in range(self.cfg.val_batches)]
+        return sum(losses) / len(losses)
 
     # -- one optimisation step -------------------------------------------------------------------
     def train_step(self) -> float:
@@ -108,6 +131,7 @@ class Trainer:
                 loss = batch_loss(self.module, batch, self.device)
                 (loss / cfg.grad_accum).backward()
             total += loss.item() / cfg.grad_accum
+        zero_missing_grads(self.model)  # grouped experts (CPU, one process): as the dense sum would
         self.opt.step()
         self.sched.step()
         self.step += 1
@@ -136,7 +160,7 @@ class Trainer:
         # plain tensors and numbers only, so the state loads with torch.load(weights_only=True)
         torch.save({"step": self.step, "optimizer": opt_state, "scheduler": self.sched.state_dict(),
                     "torch_rng": torch.get_rng_state(), "config": json.dumps(self.cfg.to_dict()),
-                    "fsdp": self.fsdp}, tmp / STATE_FILE)
+                    "fsdp": self.fsdp, "wall_seconds": self.wall_seconds()}, tmp / STATE_FILE)
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
@@ -177,6 +201,11 @@ class Trainer:
         self.sched.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["torch_rng"])
         self.step = int(state["step"])
+        self.wall_before = float(state.get("wall_seconds", 0.0))
+        self._started = time.perf_counter()
+        if self.rank == 0:
+            for log in ("train_log.csv", "val_log.csv", "quick_eval.csv"):
+                _drop_rows_after(self.out / log, self.step)
         return True
 
     def _eval_model(self) -> SoterModel:
@@ -195,6 +224,7 @@ class Trainer:
         cfg = self.cfg
         marks = {max(1, round(m * cfg.steps)): m for m in cfg.exposure_marks}
         started, first_step, tokens = time.perf_counter(), self.step, 0
+        self._started = started
         log_file = self.out / "train_log.csv"
         while self.step < cfg.steps:
             loss = self.train_step()
@@ -203,10 +233,15 @@ class Trainer:
                 elapsed = max(time.perf_counter() - started, 1e-9)
                 rate = (self.step - first_step) / elapsed
                 row = {"step": self.step, "loss": loss, "lr": self.sched.get_last_lr()[0], "steps_per_s": rate,
-                       "tokens_per_s": tokens / elapsed, "eta_s": (cfg.steps - self.step) / max(rate, 1e-9)}
+                       "tokens_per_s": tokens / elapsed, "eta_s": (cfg.steps - self.step) / max(rate, 1e-9),
+                       "wall_s": self.wall_seconds()}
                 if self.rank == 0:
                     _append_csv(log_file, row)
                     log(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
+            if self.val_sampler is not None and (self.step % cfg.val_every == 0 or self.step == cfg.steps):
+                if self.rank == 0:
+                    _append_csv(self.out / "val_log.csv", {"step": self.step, "val_loss": self.heldout_loss(),
+                                                           "wall_s": self.wall_seconds()})
             if self.step in marks:
                 self.save(f"exposure-{int(round(100 * marks[self.step])):03d}")
             if self.step % cfg.checkpoint_every == 0 or self.step == cfg.steps:
@@ -221,6 +256,23 @@ class Trainer:
             from models.soter.training.quick_eval import plot_log
 
             plot_log(self.out)
+
+
+def _drop_rows_after(path: Path, step: int) -> None:
+    """Rows a stopped run logged after the checkpoint it resumes from would be logged twice."""
+    if not path.is_file():
+        return
+    with open(path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    kept = [r for r in rows if int(r["step"]) <= step]
+    if len(kept) == len(rows) or not rows:
+        return
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(kept)
+    os.replace(tmp, path)
 
 
 def _append_csv(path: Path, row: dict) -> None:

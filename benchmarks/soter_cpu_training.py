@@ -1,0 +1,80 @@
+"""CPU training speed-ups, measured side by side: the reference path and each speed-up take turns
+on the same batches (interleaved repetitions), so machine load affects both alike.
+
+Usage: python benchmarks/soter_cpu_training.py [--config soter-cpu-64] [--batch 8] [--channels 4]
+       [--length 256] [--threads 2] [--repeats 6]
+Prints the median seconds per train step (forward, backward, AdamW) and tokens/s of each variant,
+and each variant's ratio to the reference (dense experts, the paper's fixed-length context).
+Random weights and inputs: speed does not depend on them.  Record results in BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import torch
+
+from models.soter.config import preset
+from models.soter.model import SoterModel
+from models.soter.moe import zero_missing_grads
+
+
+def step_seconds(model: SoterModel, opt: torch.optim.Optimizer, length: int, batch: int, channels: int,
+                 controlled: bool, seed: int) -> float:
+    g = torch.Generator().manual_seed(seed)
+    values = torch.rand(batch, channels, length + 1, generator=g)
+    times = (torch.arange(length + 1, dtype=torch.float64) / 64).repeat(batch, 1)
+    mask = torch.rand(batch, channels, length, generator=g) > (0.15 if controlled else -1.0)
+    t0 = time.perf_counter()
+    loss = model.next_step_loss(values[..., :length], times[:, :length], values[..., length], times[:, length],
+                                mask, controlled)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    zero_missing_grads(model)
+    opt.step()
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--config", default="soter-cpu-64")
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--channels", type=int, default=4)
+    p.add_argument("--length", type=int, default=256)
+    p.add_argument("--min-context", type=int, default=32, help="the variable-length variant's lower bound")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=6)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    base = preset(args.config)
+    # (label, expert execution, context lengths of the repetitions)
+    mean_length = (args.min_context + args.length) // 2
+    variants = [("dense experts, fixed length (reference)", "dense", args.length),
+                ("grouped experts, fixed length", "auto", args.length),
+                (f"grouped experts, mean variable length ({mean_length})", "auto", mean_length)]
+    models = []
+    for _, mode, _ in variants:
+        torch.manual_seed(0)
+        m = SoterModel(base.replace(expert_execution=mode)).train()
+        models.append((m, torch.optim.AdamW(m.parameters(), lr=1e-3)))
+    times: list[list[float]] = [[] for _ in variants]
+    for r in range(args.repeats + 1):  # the first round warms up (numba compilation, allocator)
+        for i, ((_, _, length), (m, opt)) in enumerate(zip(variants, models)):
+            s = step_seconds(m, opt, length, args.batch, args.channels, controlled=r % 2 == 1, seed=r)
+            if r:
+                times[i].append(s)
+    load = os.getloadavg()[0]
+    print(f"# {args.config}, batch {args.batch} x C {args.channels}, threads {args.threads}, "
+          f"{args.repeats} interleaved repetitions (both regimes), load average {load:.2f}, torch {torch.__version__}")
+    ref = statistics.median(times[0])
+    for (label, _, length), ts in zip(variants, times):
+        med = statistics.median(ts)
+        print(f"{label}: {med * 1000:.0f} ms per step, {args.batch * args.channels * length / med:,.0f} tokens/s, "
+              f"{ref / med:.2f}x the reference's steps/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""Turn a training run into a shipped checkpoint: weights, checksums, logs and curves.
+
+    python -m models.soter.training.ship --run runs/soter-cpu-64 --name soter-cpu-64 \\
+        [--checkpoint checkpoint-00014000] [--eval-dataset mitbih:blocks=6 --data-root DIR]
+
+Writes ``models/soter/checkpoints/<name>/`` (or ``--dest``): ``config.json`` and safetensors
+weights (shards of at most 15 MiB), ``SHA256SUMS`` (verified on every load), the run's
+``train_log.csv`` / ``val_log.csv``, ``quick_eval.csv`` (the paper's quick evaluation on every saved
+checkpoint of the run: 32 windows of 128/64 of the first fold's test subject, seed 123) and
+``training_curves.png``.  The optimizer state is not shipped.  ``MODEL_CARD.md`` is written by hand
+from the harness's tables (the card says which commands produced them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import shutil
+import sys
+from pathlib import Path
+
+from models.soter.io import from_pretrained, save_pretrained, write_checksums
+from models.soter.registration import CHECKPOINTS
+
+MAX_SHARD_BYTES = 15 * 2**20
+QUICK_EVAL = "quick_eval.csv"
+
+
+def checkpoints_of(run: Path) -> list[Path]:
+    """Every ``checkpoint-<step>`` folder of a run, by step."""
+    return sorted((p for p in run.glob("checkpoint-*") if p.is_dir()), key=lambda p: int(p.name.split("-")[1]))
+
+
+def quick_eval_curve(run: Path, dataset: str, every: int = 1, samples: int = 32, context: int = 128,
+                     horizon: int = 64, seed: int = 123, rollout: str = "per-query") -> Path:
+    """The quick evaluation of every ``every``-th saved checkpoint (cached in ``run/quick_eval.csv``)."""
+    from models.soter.training.quick_eval import sample_eval
+
+    out = run / QUICK_EVAL
+    done = set()
+    if out.is_file():
+        with open(out) as fh:
+            done = {int(r["step"]) for r in csv.DictReader(fh)}
+    for i, ckpt in enumerate(checkpoints_of(run)):
+        step = int(ckpt.name.split("-")[1])
+        if step in done or i % every:
+            continue
+        scores = sample_eval(from_pretrained(ckpt), dataset, samples, context, horizon, seed, rollout)
+        new = not out.is_file()
+        with open(out, "a", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=["step", "rmse", "mae", "windows", "dataset", "rollout"])
+            if new:
+                writer.writeheader()
+            writer.writerow({"step": step, **scores, "dataset": dataset, "rollout": rollout})
+    return out
+
+
+def plot_curves(run: Path, dest: Path) -> Path:
+    """Training loss (and its running mean), held-out loss, quick-evaluation RMSE/MAE against the step."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    def read(name: str) -> "pd.DataFrame":  # a step logged twice (a stopped run resumed): its last row
+        return pd.read_csv(run / name).drop_duplicates("step", keep="last").sort_values("step")
+
+    train = read("train_log.csv")
+    panels = [("train_log.csv", "training loss (Huber)")]
+    if (run / "val_log.csv").is_file():
+        panels.append(("val_log.csv", "held-out loss (Huber)"))
+    if (run / QUICK_EVAL).is_file():
+        panels.append((QUICK_EVAL, "quick evaluation, x100"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.2))
+    axes = [axes] if len(panels) == 1 else list(axes)
+    for ax, (name, title) in zip(axes, panels):
+        if name == "train_log.csv":
+            ax.plot(train["step"], train["loss"], lw=0.5, alpha=0.4, label="logged steps")
+            ax.plot(train["step"], train["loss"].rolling(20, min_periods=1).mean(), lw=1.5, label="running mean (20)")
+            ax.set_yscale("log")
+        elif name == "val_log.csv":
+            val = read(name)
+            ax.plot(val["step"], val["val_loss"], marker="o", ms=3, label="held-out corpus")
+            ax.set_yscale("log")
+        else:
+            q = read(name)
+            for metric in ("rmse", "mae"):
+                ax.plot(q["step"], 100 * q[metric], marker="o", ms=3, label=metric.upper())
+            ax.set_xlabel(f"optimisation step ({q['dataset'].iloc[0]}, 128/64, {q['rollout'].iloc[0]})")
+        if name != QUICK_EVAL:
+            ax.set_xlabel("optimisation step")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = dest / "training_curves.png"
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path
+
+
+def ship(run: Path, name: str, checkpoint: str | None = None, dest: Path | None = None) -> Path:
+    """Copy the run's checkpoint (``latest`` by default) into ``dest`` with checksums and logs."""
+    run = Path(run)
+    checkpoint = checkpoint or (run / "latest").read_text().strip()
+    model = from_pretrained(run / checkpoint)
+    dest = Path(dest) if dest else CHECKPOINTS / name
+    dest.mkdir(parents=True, exist_ok=True)
+    save_pretrained(model, dest, max_shard_bytes=MAX_SHARD_BYTES)
+    for log in ("train_log.csv", "val_log.csv", QUICK_EVAL):
+        if (run / log).is_file():
+            shutil.copyfile(run / log, dest / log)
+    (dest / "SOURCE").write_text(f"{checkpoint}\n")
+    write_checksums(dest)
+    return dest
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m models.soter.training.ship", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--run", type=Path, required=True, help="the training run's --out folder")
+    p.add_argument("--name", required=True, help="folder name under models/soter/checkpoints/")
+    p.add_argument("--checkpoint", default=None, help="default: the run's latest")
+    p.add_argument("--dest", type=Path, default=None)
+    p.add_argument("--eval-dataset", default="", help="quick evaluation on every saved checkpoint (e.g. "
+                                                       "mitbih:blocks=6 with --data-root)")
+    p.add_argument("--eval-every", type=int, default=1, help="evaluate every k-th saved checkpoint")
+    p.add_argument("--data-root", type=Path, default=None)
+    args = p.parse_args(argv)
+    if args.data_root is not None:
+        import os
+
+        os.environ["SOTER_BENCH_DATA"] = str(args.data_root.resolve())
+    if args.eval_dataset:
+        quick_eval_curve(args.run, args.eval_dataset, args.eval_every)
+    dest = ship(args.run, args.name, args.checkpoint, args.dest)
+    plot_curves(args.run, dest)
+    print(f"shipped {args.run} -> {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
