@@ -158,6 +158,7 @@ def plan(config: RunConfig) -> tuple[list[tuple[Cell, dict[str, object]]], RunSu
         get_spec(name)
     summary = RunSummary(records_path=config.records_path)
     cells: list[tuple[Cell, dict[str, object]]] = []
+    identities: dict[str, str] = {}  # model -> digest of its weights and options (part of the row key)
     root = resolve_data_root(config.data_root)
     for ref in dataset_refs:
         resolved = str(Path(ref).resolve()) if is_path_like(ref) else ref
@@ -174,6 +175,8 @@ def plan(config: RunConfig) -> tuple[list[tuple[Cell, dict[str, object]]], RunSu
             summary.protocols.setdefault(label, set()).add(protocol)
             for model in model_names:
                 options = _model_options(config, model)
+                if model not in identities:
+                    identities[model] = "" if model == RANDOM_BASELINE else get_spec(model).identity(**dict(options))
                 for window, condition, level in _task_points(config, spec):
                     for fold in folds:
                         cell = Cell(config.task, resolved, fold, window, model, seed, spec, condition, level,
@@ -181,6 +184,7 @@ def plan(config: RunConfig) -> tuple[list[tuple[Cell, dict[str, object]]], RunSu
                                     cache_dir=str(Path(config.out).resolve() / "cache"), model_options=options)
                         fields = {"task": config.task, "dataset": label, "fold": fold, "window": window,
                                   "condition": condition, "model": model, "seed": seed, "protocol": protocol}
+                        fields["key"] = row_key(identities[model], **fields)
                         cells.append((cell, fields))
     summary.planned = len(cells)
     return cells, summary
@@ -193,7 +197,7 @@ def execute(config: RunConfig, log=print) -> RunSummary:
     pending: list[tuple[Cell, dict[str, object]]] = []
     unavailable: dict[str, str | None] = {}
     for cell, fields in cells:
-        key = row_key(**fields)
+        key = str(fields["key"])
         summary.keys.append(key)
         if not config.rerun and store.is_done(key):
             summary.skipped_done += 1
@@ -219,7 +223,7 @@ def execute(config: RunConfig, log=print) -> RunSummary:
     try:
         for cell, result in executor.run(run_cell, [c for c, _ in pending]):
             fields = fields_of[cell]
-            store.write({**fields, **result, "key": row_key(**fields), "code_version": version,
+            store.write({**fields, **result, "code_version": version,
                          "finished_at": _now()})
             summary.ran += 1
             bar.update(1)

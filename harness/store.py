@@ -28,11 +28,14 @@ KEY_FIELDS: tuple[str, ...] = ("task", "dataset", "fold", "window", "condition",
 STATUSES = ("ok", "error", "unavailable")
 
 
-def row_key(**fields: object) -> str:
+def row_key(model_id: str = "", **fields: object) -> str:
+    """The row's identity. ``model_id`` (``ModelSpec.identity``: a digest of the model's weights and
+    options) enters only when non-empty, so rows of models without weights keep their keys, while a
+    row computed with other weights, or written before weights were part of the key, never matches."""
     missing = [f for f in KEY_FIELDS if f not in fields]
     if missing:
         raise ValueError(f"row key needs {missing}")
-    text = "|".join(f"{f}={fields[f]}" for f in KEY_FIELDS)
+    text = "|".join(f"{f}={fields[f]}" for f in KEY_FIELDS) + (f"|model_id={model_id}" if model_id else "")
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 

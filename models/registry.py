@@ -8,10 +8,12 @@ run here; when it cannot, the runner writes rows with status ``unavailable`` and
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from models.interface import Capabilities, Model
@@ -65,6 +67,8 @@ class ModelSpec:
     tasks: tuple[str, ...] = ("forecasting", "imputation", "noise")  # tasks the model takes part in
     options: dict[str, Any] = field(default_factory=dict)
     note: str = ""  # printed under every table in which the model appears (e.g. how it was decoded)
+    # "module:callable() -> path" of the weights the model loads when no --weights is given
+    default_weights: str | None = None
 
     def unavailable_reason(self, **options: Any) -> str | None:
         """None when the model can be loaded here, else a message that says how to fix it."""
@@ -86,6 +90,22 @@ class ModelSpec:
             return READY, None
         return getattr(reason, "kind", NEEDS_WEIGHTS), str(reason)
 
+    def identity(self, **options: Any) -> str:
+        """What, beyond its name, determines this model's results: a digest of the weights it will
+        load (``weights=`` or its default checkpoint) and its options. Empty for a model with neither,
+        so that its record keys stay as they were."""
+        weights = options.get("weights")
+        if weights is None and self.default_weights is not None:
+            weights = _resolve(self.default_weights)()
+        parts = {k: v for k, v in {**self.options, **options}.items() if k not in ("weights", "seed", "name")}
+        if weights is not None:
+            path = Path(str(weights)).expanduser()
+            parts["weights"] = weights_digest(path) if path.exists() else str(weights)  # a hub id stays a name
+        if not parts:
+            return ""
+        text = "|".join(f"{k}={parts[k]}" for k in sorted(parts))
+        return hashlib.sha1(text.encode()).hexdigest()[:12]
+
     def model_capabilities(self) -> Capabilities | None:
         """Declared capabilities, else the factory class's (imports the factory's module only)."""
         if self.capabilities is not None:
@@ -105,6 +125,33 @@ class ModelSpec:
         if not isinstance(model, Model):
             raise TypeError(f"factory of {self.name!r} returned {type(model).__name__}, not a Model")
         return model
+
+
+_NOT_WEIGHTS = frozenset({".md", ".txt", ".csv", ".png", ".pdf", ".jpg", ".jpeg", ".svg", ".log"})
+
+
+def weights_digest(path: Path, sample: int = 1 << 20) -> str:
+    """A content digest of a weights folder (or file), cheap for multi-GB checkpoints: ``SHA256SUMS``
+    when the folder has one; else small files (configs, shard indexes) whole and large ones by size
+    and their first and last MiB, skipping documents, logs and figures. Replacing the weights changes
+    it; copying or touching them, or editing a model card, does not."""
+    if path.is_dir() and (path / "SHA256SUMS").is_file():  # a shipped checkpoint lists its weights' digests
+        return hashlib.sha256((path / "SHA256SUMS").read_bytes()).hexdigest()[:16]
+    h = hashlib.sha256()
+    files = sorted(f for f in (path.rglob("*") if path.is_dir() else [path]) if f.is_file()
+                   and f.suffix.lower() not in _NOT_WEIGHTS
+                   and not any(part.startswith(".") for part in f.relative_to(path if path.is_dir() else path.parent).parts))
+    for f in files:
+        size = f.stat().st_size
+        h.update(f"{f.relative_to(path) if path.is_dir() else f.name}|{size}|".encode())
+        with open(f, "rb") as fh:
+            if size <= 2 * sample:
+                h.update(fh.read())
+            else:
+                h.update(fh.read(sample))
+                fh.seek(size - sample)
+                h.update(fh.read(sample))
+    return h.hexdigest()[:16]
 
 
 def _resolve(target: str) -> Callable[..., Any]:

@@ -27,6 +27,17 @@ class SoterAdapter(Model):
             self.capabilities = Capabilities(forecast=True, impute=True, embed=True, multivariate=False,
                                              min_context=2)
 
+    @property
+    def batch_tolerance(self) -> tuple[float, float] | None:
+        """(rtol, atol) within which a row's forecast may differ between batch sizes. An adaptive ODE
+        solver picks one step size for the whole batch (its error norm spans every row), so a row
+        decoded alone takes other steps than inside a batch: the results agree within the solver's
+        tolerance, 10 x (rtol |y| + atol) with margin; a fixed-step solver is exact (None)."""
+        cfg = self.model.config
+        if cfg.solver in ("rk4", "euler", "midpoint", "explicit_adams"):
+            return None
+        return 10 * cfg.rtol, 10 * cfg.atol
+
     def _tensors(self, batch: SeriesBatch):
         to = dict(device=self.device)
         return (torch.as_tensor(batch.values, dtype=torch.float32, **to),

@@ -18,6 +18,7 @@ from safetensors.torch import load_file, save_file
 
 from models.soter.config import ConfigError, SoterConfig
 from models.soter.model import SoterModel
+from protocols.datasets.download import sha256
 
 SINGLE = "model.safetensors"
 INDEX = "model.safetensors.index.json"
@@ -61,23 +62,13 @@ def save_pretrained(model: SoterModel, path: str | Path, max_shard_bytes: int = 
 CHECKSUMS = "SHA256SUMS"
 
 
-def _sha256(file: Path) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(file, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def write_checksums(path: str | Path) -> Path:
     """``SHA256SUMS`` (``sha256sum`` format) over config.json, the weights and the shard index."""
     path = Path(path)
     files = sorted(f for f in path.iterdir() if f.name == "config.json" or f.name == INDEX
                    or (f.name.startswith("model") and f.suffix == ".safetensors"))
     out = path / CHECKSUMS
-    out.write_text("".join(f"{_sha256(f)}  {f.name}\n" for f in files))
+    out.write_text("".join(f"{sha256(f)}  {f.name}\n" for f in files))
     return out
 
 
@@ -93,7 +84,7 @@ def verify_checksums(path: str | Path) -> None:
             raise CheckpointError(f"{path / CHECKSUMS}: malformed line {line!r}")
         if not (path / name).is_file():
             raise CheckpointError(f"{path / name}: listed in {CHECKSUMS} but missing")
-        if _sha256(path / name) != digest:
+        if sha256(path / name) != digest:
             raise CheckpointError(f"{path / name}: SHA-256 does not match {CHECKSUMS} (corrupt or modified file)")
 
 

@@ -33,7 +33,7 @@ register(ModelSpec(
                 "per query: forecast, causal CDE imputation, embedding",
     licence="MIT (this repository's weights)", check="models.soter.registration:check_checkpoint",
     tasks=("forecasting", "imputation", "noise", "classification"),
-    options={"rollout": "per-query", "name": "soter"},
+    options={"rollout": "per-query", "name": "soter"}, default_weights="models.soter.registration:checkpoint_dir",
     note="soter: forecasts decoded per query (one backbone pass, one ODE solve from h_T to each horizon "
          "step), not the paper's autoregressive rollout, which is too slow for the default CPU run: "
          "--models soter-autoregressive (docs/soter.md)",
@@ -45,6 +45,7 @@ register(ModelSpec(
                 "horizon step)", licence="MIT (this repository's weights)",
     check="models.soter.registration:check_checkpoint", tasks=("forecasting", "noise"),
     options={"rollout": "autoregressive", "name": "soter-autoregressive"},
+    default_weights="models.soter.registration:checkpoint_dir",
 ))
 
 register(ModelSpec(

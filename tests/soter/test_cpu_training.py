@@ -22,13 +22,6 @@ TINY = preset("soter-tiny")
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("corpus")
-    write_dataset(synthetic_stream(n_subjects=2, seconds_per_state=6, seed=1000), path)
-    return path
-
-
-@pytest.fixture(scope="module")
 def val_corpus(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("val")
     write_dataset(synthetic_stream(n_subjects=2, seconds_per_state=5, seed=9000), path)

@@ -25,7 +25,7 @@ def test_gate_vectors_are_top_layer_combine_weights():
 
 
 def test_cli_needs_a_checkpoint_and_labels_random_weights(tmp_path, capsys):
-    assert main(["--out", str(tmp_path)]) == 2
+    assert main(["--weights", str(tmp_path / "missing"), "--out", str(tmp_path)]) == 2
     assert "no trained SOTER checkpoint" in capsys.readouterr().err
     from tests.conftest import make_dataset
     from protocols.datasets.folder import write_folder_dataset

@@ -22,13 +22,6 @@ REPO = Path(__file__).resolve().parents[2]
 WFDB = REPO.parent / "shared" / "data" / "wfdb"
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("corpus")
-    write_dataset(synthetic_stream(n_subjects=2, seconds_per_state=6, seed=1000), path)
-    return path
-
-
 def _cfg(corpus: Path, out: Path, **kw) -> TrainConfig:
     base = dict(model="soter-tiny", corpus=str(corpus), out=str(out), steps=4, batch_size=2, max_length=48,
                 min_length=16, warmup_steps=2, log_every=1, checkpoint_every=2, eval_every=1000, seed=42)

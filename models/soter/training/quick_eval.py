@@ -7,6 +7,8 @@ Direct rollout (one solve per window) keeps it cheap; RMSE and MAE in normalised
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 from models.soter.adapter import SoterAdapter
@@ -40,10 +42,8 @@ def sample_eval(model: SoterModel, dataset_name: str, samples: int, context: int
     return {"rmse": out.errors.rmse, "mae": out.errors.mae, "windows": out.n_windows}
 
 
-def plot_log(out: "Path") -> list["Path"]:
+def plot_log(out: Path) -> list[Path]:
     """The pre-training log figure: quick-evaluation RMSE and MAE against the step (PNG, PDF)."""
-    from pathlib import Path
-
     import matplotlib
 
     matplotlib.use("Agg")

@@ -95,6 +95,12 @@ class WindowSampler:
         sl = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
         return Batch(values_arr[sl], times_arr[sl], observed[sl], missing, ds.name)
 
+    def tokens(self, step: int, micro: int = 0) -> int:
+        """B x C x L of this rank's batch at ``step``, without drawing its windows (tokens seen)."""
+        rng = np.random.default_rng(stable_seed(self.seed, "batch", step, micro))
+        ds = self.datasets[int(rng.choice(len(self.datasets), p=self.dataset_p))]
+        return self.batch_size * ds.values.shape[0] * self.context_length(step, micro)
+
     def context_length(self, step: int, micro: int = 0) -> int:
         """The step's context length (the same on every rank)."""
         if not self.min_context:

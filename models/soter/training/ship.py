@@ -4,7 +4,8 @@
         [--checkpoint checkpoint-00014000] [--eval-dataset mitbih:blocks=6 --data-root DIR]
 
 Writes ``models/soter/checkpoints/<name>/`` (or ``--dest``): ``config.json`` and safetensors
-weights (shards of at most 15 MiB), ``SHA256SUMS`` (verified on every load), the run's
+weights (shards of at most 15 MiB), ``SHA256SUMS`` (verified on every load), ``TRAINING.json``
+(steps, tokens seen, wall time, final losses, the training config), the run's
 ``train_log.csv`` / ``val_log.csv``, ``quick_eval.csv`` (the paper's quick evaluation on every saved
 checkpoint of the run: 32 windows of 128/64 of the first fold's test subject, seed 123) and
 ``training_curves.png``.  The optimizer state is not shipped.  ``MODEL_CARD.md`` is written by hand
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import shutil
 import sys
 from pathlib import Path
 
@@ -41,9 +41,10 @@ def quick_eval_curve(run: Path, dataset: str, every: int = 1, samples: int = 32,
     if out.is_file():
         with open(out) as fh:
             done = {int(r["step"]) for r in csv.DictReader(fh)}
-    for i, ckpt in enumerate(checkpoints_of(run)):
+    ckpts = checkpoints_of(run)
+    for i, ckpt in enumerate(ckpts):
         step = int(ckpt.name.split("-")[1])
-        if step in done or i % every:
+        if step in done or (i % every and ckpt != ckpts[-1]):  # every k-th, and always the last
             continue
         scores = sample_eval(from_pretrained(ckpt), dataset, samples, context, horizon, seed, rollout)
         new = not out.is_file()
@@ -87,10 +88,9 @@ def plot_curves(run: Path, dest: Path) -> Path:
             q = read(name)
             for metric in ("rmse", "mae"):
                 ax.plot(q["step"], 100 * q[metric], marker="o", ms=3, label=metric.upper())
-            ax.set_xlabel(f"optimisation step ({q['dataset'].iloc[0]}, 128/64, {q['rollout'].iloc[0]})")
-        if name != QUICK_EVAL:
-            ax.set_xlabel("optimisation step")
-        ax.set_title(title)
+            title = f"{title}\n{q['dataset'].iloc[0]}, 128/64, {q['rollout'].iloc[0]}"
+        ax.set_xlabel("optimisation step")
+        ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
@@ -98,6 +98,57 @@ def plot_curves(run: Path, dest: Path) -> Path:
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return path
+
+
+def _hardware() -> str:
+    """The machine this runs on (the card states it is the one the run trained on)."""
+    import os
+    import platform
+
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import torch
+
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    return f"{model}, {os.cpu_count()} cores, {gpu}"
+
+
+def training_summary(run: Path, checkpoint: str) -> dict:
+    """Steps, tokens seen (recomputed from the seeded sampler), wall time and losses of a run."""
+    import json
+
+    import pandas as pd
+    import torch
+
+    from models.soter.training.config import TrainConfig
+    from models.soter.training.corpus import open_corpus
+    from models.soter.training.sampler import WindowSampler
+
+    state = torch.load(run / checkpoint / "trainer_state.pt", map_location="cpu", weights_only=True)
+    cfg = TrainConfig.from_dict(json.loads(state["config"]))
+    step = int(state["step"])
+    sampler = WindowSampler(open_corpus(Path(cfg.corpus)), cfg.max_length, cfg.batch_size, cfg.seed, cfg.missing_prob,
+                            cfg.missing_rate, 0, 1, cfg.dataset_weighting, cfg.max_target_offset, cfg.next_step_prob,
+                            cfg.min_context)
+    tokens = sum(sampler.tokens(s, m) for s in range(step) for m in range(cfg.grad_accum))
+    train = pd.read_csv(run / "train_log.csv").drop_duplicates("step", keep="last")
+    train = train[train["step"] <= step].sort_values("step")
+    summary = {"checkpoint": checkpoint, "steps": step, "tokens_seen": int(tokens),
+               "windows_seen": step * cfg.batch_size * cfg.grad_accum,
+               "wall_seconds": round(float(state.get("wall_seconds", 0.0)), 1),
+               "final_train_loss_mean_last_10_logs": float(train["loss"].tail(10).mean()),
+               "hardware": _hardware(), "torch": torch.__version__, "train_config": cfg.to_dict()}
+    if (run / "val_log.csv").is_file():
+        val = pd.read_csv(run / "val_log.csv").drop_duplicates("step", keep="last")
+        val = val[val["step"] <= step].sort_values("step")
+        summary["final_heldout_loss"] = float(val["val_loss"].iloc[-1])
+    return summary
 
 
 def ship(run: Path, name: str, checkpoint: str | None = None, dest: Path | None = None) -> Path:
@@ -109,9 +160,14 @@ def ship(run: Path, name: str, checkpoint: str | None = None, dest: Path | None 
     dest.mkdir(parents=True, exist_ok=True)
     save_pretrained(model, dest, max_shard_bytes=MAX_SHARD_BYTES)
     for log in ("train_log.csv", "val_log.csv", QUICK_EVAL):
-        if (run / log).is_file():
-            shutil.copyfile(run / log, dest / log)
-    (dest / "SOURCE").write_text(f"{checkpoint}\n")
+        if (run / log).is_file():  # one row per step (a stopped run's rows after its checkpoint dropped)
+            import pandas as pd
+
+            rows = pd.read_csv(run / log).drop_duplicates("step", keep="last").sort_values("step")
+            rows.to_csv(dest / log, index=False)
+    import json
+
+    (dest / "TRAINING.json").write_text(json.dumps(training_summary(run, checkpoint), indent=2) + "\n")
     write_checksums(dest)
     return dest
 
