@@ -138,12 +138,13 @@ def weights_digest(path: Path, sample: int = 1 << 20) -> str:
     if path.is_dir() and (path / "SHA256SUMS").is_file():  # a shipped checkpoint lists its weights' digests
         return hashlib.sha256((path / "SHA256SUMS").read_bytes()).hexdigest()[:16]
     h = hashlib.sha256()
+    base = path if path.is_dir() else path.parent
     files = sorted(f for f in (path.rglob("*") if path.is_dir() else [path]) if f.is_file()
                    and f.suffix.lower() not in _NOT_WEIGHTS
-                   and not any(part.startswith(".") for part in f.relative_to(path if path.is_dir() else path.parent).parts))
+                   and not any(part.startswith(".") for part in f.relative_to(base).parts))
     for f in files:
         size = f.stat().st_size
-        h.update(f"{f.relative_to(path) if path.is_dir() else f.name}|{size}|".encode())
+        h.update(f"{f.relative_to(base)}|{size}|".encode())
         with open(f, "rb") as fh:
             if size <= 2 * sample:
                 h.update(fh.read())

@@ -16,13 +16,15 @@ class SoterAdapter(Model):
     capabilities = Capabilities(forecast=True, impute=True, embed=True, multivariate=True, min_context=2)
 
     def __init__(self, model: SoterModel, name: str = "soter", rollout: str = "autoregressive",
-                 per_channel: bool = False, device: str = "cpu", batch_size: int = 256, source: str = "") -> None:
+                 per_channel: bool = False, device: str = "cpu", batch_size: int = 256, source: str = "",
+                 checkpoint: Path | None = None) -> None:
         if rollout not in ROLLOUTS:
             raise ValueError(f"rollout must be one of {ROLLOUTS}, got {rollout!r}")
         self.name = name
         self.model = model.to(device).eval()
         self.rollout, self.per_channel, self.device, self.batch_size = rollout, per_channel, device, batch_size
         self.source = source
+        self.checkpoint = checkpoint  # the folder of our own checkpoint format, when loaded from one
         if per_channel:  # the official univariate evaluation: each channel alone
             self.capabilities = Capabilities(forecast=True, impute=True, embed=True, multivariate=False,
                                              min_context=2)
@@ -33,8 +35,10 @@ class SoterAdapter(Model):
         solver picks one step size for the whole batch (its error norm spans every row), so a row
         decoded alone takes other steps than inside a batch: the results agree within the solver's
         tolerance, 10 x (rtol |y| + atol) with margin; a fixed-step solver is exact (None)."""
+        from models.soter.decoder import FIXED_STEP_SOLVERS
+
         cfg = self.model.config
-        if cfg.solver in ("rk4", "euler", "midpoint", "explicit_adams"):
+        if cfg.solver in FIXED_STEP_SOLVERS:
             return None
         return 10 * cfg.rtol, 10 * cfg.atol
 
@@ -76,12 +80,11 @@ class SoterAdapter(Model):
     def describe(self) -> dict[str, object]:
         info = {"name": self.name, "source": self.source, "rollout": self.rollout, "per_channel": self.per_channel,
                 "config": self.model.config.to_dict()}
-        sums = Path(self.source) / "SHA256SUMS" if self.source and not self.source.startswith(("random", "authors")) else None
-        if sums is not None and sums.is_file():  # names the exact weights a record was computed with
-            import hashlib
+        if self.checkpoint is not None and (self.checkpoint / "SHA256SUMS").is_file():
+            from models.registry import weights_digest  # names the exact weights a record was computed with
 
-            info["checkpoint"] = Path(self.source).name
-            info["checkpoint_sha256"] = hashlib.sha256(sums.read_bytes()).hexdigest()[:16]
+            info["checkpoint"] = self.checkpoint.name
+            info["checkpoint_sha256"] = weights_digest(self.checkpoint)
         return info
 
 
@@ -93,7 +96,7 @@ def load_soter(weights: str | Path | None = None, rollout: str = "autoregressive
 
     folder = checkpoint_dir(weights)
     return SoterAdapter(from_pretrained(folder), name=name, rollout=rollout, per_channel=per_channel, device=device,
-                        source=str(folder))
+                        source=str(folder), checkpoint=folder)
 
 
 def load_random_tiny(seed: int = 0, rollout: str = "autoregressive", per_channel: bool = False,

@@ -18,6 +18,9 @@ from models.soter.config import SoterConfig
 from models.soter.spline import NaturalCubicSpline
 
 
+FIXED_STEP_SOLVERS = ("rk4", "euler", "midpoint", "explicit_adams")  # take rk4_steps steps; others adapt
+
+
 class VectorField(nn.Module):
     """f([s; h; z]): an MLP with SiLU; without the control block when cfg.control is False."""
 
@@ -84,7 +87,7 @@ class Decoder(nn.Module):
         if not torch.all(s[1:] > s[:-1]):
             s = torch.cat([s[:1], torch.cummax(s[1:], 0).values + 1e-12 * torch.arange(1, s.numel(), device=s.device)])
         dyn = _Dynamics(self.field, dt, t_last, spline)
-        options = {"step_size": 1.0 / cfg.rk4_steps} if cfg.solver in ("rk4", "euler", "midpoint", "explicit_adams") else None
+        options = {"step_size": 1.0 / cfg.rk4_steps} if cfg.solver in FIXED_STEP_SOLVERS else None
         states = odeint(dyn, h0, s.to(h0.dtype) if h0.dtype == torch.float64 else s.float(),
                         method=cfg.solver, rtol=cfg.rtol, atol=cfg.atol, options=options)
         self.last_nfe = dyn.nfe

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.soter.training.config import TrainConfig
 from models.soter.training.corpus import CorpusDataset, CorpusError
 from protocols.windows import stable_seed
 
@@ -66,6 +67,14 @@ class WindowSampler:
         self.batch_size, self.seed = batch_size, seed
         self.missing_prob, self.missing_rate = missing_prob, missing_rate
         self.rank, self.world_size = rank, world_size
+
+    @classmethod
+    def from_config(cls, datasets: list[CorpusDataset], cfg: TrainConfig, seed: int | None = None, rank: int = 0,
+                    world_size: int = 1) -> "WindowSampler":
+        """The sampler a training config describes (``seed`` overrides its seed: the held-out batches)."""
+        return cls(datasets, cfg.max_length, cfg.batch_size, cfg.seed if seed is None else seed, cfg.missing_prob,
+                   cfg.missing_rate, rank, world_size, cfg.dataset_weighting, cfg.max_target_offset,
+                   cfg.next_step_prob, cfg.min_context)
 
     def batch(self, step: int, micro: int = 0) -> Batch:
         rng = np.random.default_rng(stable_seed(self.seed, "batch", step, micro))

@@ -15,15 +15,26 @@ from the harness's tables (the card says which commands produced them).
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from models.soter.io import from_pretrained, save_pretrained, write_checksums
 from models.soter.registration import CHECKPOINTS
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 MAX_SHARD_BYTES = 15 * 2**20
 QUICK_EVAL = "quick_eval.csv"
+
+
+def read_log(path: Path) -> pd.DataFrame:
+    """A run's CSV log, one row per step: a step logged twice (a stopped run resumed before the log
+    truncation on resume existed) keeps its last row."""
+    import pandas as pd
+
+    return pd.read_csv(path).drop_duplicates("step", keep="last").sort_values("step")
 
 
 def checkpoints_of(run: Path) -> list[Path]:
@@ -35,24 +46,17 @@ def quick_eval_curve(run: Path, dataset: str, every: int = 1, samples: int = 32,
                      horizon: int = 64, seed: int = 123, rollout: str = "per-query") -> Path:
     """The quick evaluation of every ``every``-th saved checkpoint (cached in ``run/quick_eval.csv``)."""
     from models.soter.training.quick_eval import sample_eval
+    from models.soter.training.trainer import append_csv
 
     out = run / QUICK_EVAL
-    done = set()
-    if out.is_file():
-        with open(out) as fh:
-            done = {int(r["step"]) for r in csv.DictReader(fh)}
+    done = set(read_log(out)["step"].astype(int)) if out.is_file() else set()
     ckpts = checkpoints_of(run)
     for i, ckpt in enumerate(ckpts):
         step = int(ckpt.name.split("-")[1])
         if step in done or (i % every and ckpt != ckpts[-1]):  # every k-th, and always the last
             continue
         scores = sample_eval(from_pretrained(ckpt), dataset, samples, context, horizon, seed, rollout)
-        new = not out.is_file()
-        with open(out, "a", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=["step", "rmse", "mae", "windows", "dataset", "rollout"])
-            if new:
-                writer.writeheader()
-            writer.writerow({"step": step, **scores, "dataset": dataset, "rollout": rollout})
+        append_csv(out, {"step": step, **scores, "dataset": dataset, "rollout": rollout})
     return out
 
 
@@ -62,12 +66,8 @@ def plot_curves(run: Path, dest: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import pandas as pd
 
-    def read(name: str) -> "pd.DataFrame":  # a step logged twice (a stopped run resumed): its last row
-        return pd.read_csv(run / name).drop_duplicates("step", keep="last").sort_values("step")
-
-    train = read("train_log.csv")
+    train = read_log(run / "train_log.csv")
     panels = [("train_log.csv", "training loss (Huber)")]
     if (run / "val_log.csv").is_file():
         panels.append(("val_log.csv", "held-out loss (Huber)"))
@@ -81,11 +81,11 @@ def plot_curves(run: Path, dest: Path) -> Path:
             ax.plot(train["step"], train["loss"].rolling(20, min_periods=1).mean(), lw=1.5, label="running mean (20)")
             ax.set_yscale("log")
         elif name == "val_log.csv":
-            val = read(name)
+            val = read_log(run / name)
             ax.plot(val["step"], val["val_loss"], marker="o", ms=3, label="held-out corpus")
             ax.set_yscale("log")
         else:
-            q = read(name)
+            q = read_log(run / name)
             for metric in ("rmse", "mae"):
                 ax.plot(q["step"], 100 * q[metric], marker="o", ms=3, label=metric.upper())
             title = f"{title}\n{q['dataset'].iloc[0]}, 128/64, {q['rollout'].iloc[0]}"
@@ -123,7 +123,6 @@ def training_summary(run: Path, checkpoint: str) -> dict:
     """Steps, tokens seen (recomputed from the seeded sampler), wall time and losses of a run."""
     import json
 
-    import pandas as pd
     import torch
 
     from models.soter.training.config import TrainConfig
@@ -133,20 +132,18 @@ def training_summary(run: Path, checkpoint: str) -> dict:
     state = torch.load(run / checkpoint / "trainer_state.pt", map_location="cpu", weights_only=True)
     cfg = TrainConfig.from_dict(json.loads(state["config"]))
     step = int(state["step"])
-    sampler = WindowSampler(open_corpus(Path(cfg.corpus)), cfg.max_length, cfg.batch_size, cfg.seed, cfg.missing_prob,
-                            cfg.missing_rate, 0, 1, cfg.dataset_weighting, cfg.max_target_offset, cfg.next_step_prob,
-                            cfg.min_context)
+    sampler = WindowSampler.from_config(open_corpus(Path(cfg.corpus)), cfg)
     tokens = sum(sampler.tokens(s, m) for s in range(step) for m in range(cfg.grad_accum))
-    train = pd.read_csv(run / "train_log.csv").drop_duplicates("step", keep="last")
-    train = train[train["step"] <= step].sort_values("step")
+    train = read_log(run / "train_log.csv")
+    train = train[train["step"] <= step]
     summary = {"checkpoint": checkpoint, "steps": step, "tokens_seen": int(tokens),
                "windows_seen": step * cfg.batch_size * cfg.grad_accum,
                "wall_seconds": round(float(state.get("wall_seconds", 0.0)), 1),
                "final_train_loss_mean_last_10_logs": float(train["loss"].tail(10).mean()),
                "hardware": _hardware(), "torch": torch.__version__, "train_config": cfg.to_dict()}
     if (run / "val_log.csv").is_file():
-        val = pd.read_csv(run / "val_log.csv").drop_duplicates("step", keep="last")
-        val = val[val["step"] <= step].sort_values("step")
+        val = read_log(run / "val_log.csv")
+        val = val[val["step"] <= step]
         summary["final_heldout_loss"] = float(val["val_loss"].iloc[-1])
     return summary
 
@@ -160,11 +157,8 @@ def ship(run: Path, name: str, checkpoint: str | None = None, dest: Path | None 
     dest.mkdir(parents=True, exist_ok=True)
     save_pretrained(model, dest, max_shard_bytes=MAX_SHARD_BYTES)
     for log in ("train_log.csv", "val_log.csv", QUICK_EVAL):
-        if (run / log).is_file():  # one row per step (a stopped run's rows after its checkpoint dropped)
-            import pandas as pd
-
-            rows = pd.read_csv(run / log).drop_duplicates("step", keep="last").sort_values("step")
-            rows.to_csv(dest / log, index=False)
+        if (run / log).is_file():
+            read_log(run / log).to_csv(dest / log, index=False)
     import json
 
     (dest / "TRAINING.json").write_text(json.dumps(training_summary(run, checkpoint), indent=2) + "\n")

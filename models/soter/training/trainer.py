@@ -81,16 +81,11 @@ class Trainer:
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
                                      weight_decay=cfg.weight_decay)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: lr_factor(s, cfg.warmup_steps, cfg.steps))
-        self.sampler = WindowSampler(open_corpus(Path(cfg.corpus)), cfg.max_length, cfg.batch_size, cfg.seed,
-                                     cfg.missing_prob, cfg.missing_rate, self.rank, self.world_size,
-                                     cfg.dataset_weighting, cfg.max_target_offset, cfg.next_step_prob,
-                                     cfg.min_context)
+        self.sampler = WindowSampler.from_config(open_corpus(Path(cfg.corpus)), cfg, rank=self.rank,
+                                                 world_size=self.world_size)
         self.val_sampler = None
         if cfg.val_corpus:  # fixed batches (steps 0..val_batches-1 of their own seeded sampler)
-            self.val_sampler = WindowSampler(open_corpus(Path(cfg.val_corpus)), cfg.max_length, cfg.batch_size,
-                                             cfg.seed + 1, cfg.missing_prob, cfg.missing_rate, 0, 1,
-                                             cfg.dataset_weighting, cfg.max_target_offset, cfg.next_step_prob,
-                                             cfg.min_context)
+            self.val_sampler = WindowSampler.from_config(open_corpus(Path(cfg.val_corpus)), cfg, seed=cfg.seed + 1)
         self.step = 0
         self.wall_before = 0.0  # training seconds of earlier processes (resumed runs)
         self._started = time.perf_counter()
@@ -202,7 +197,7 @@ class Trainer:
         torch.set_rng_state(state["torch_rng"])
         self.step = int(state["step"])
         self.wall_before = float(state.get("wall_seconds", 0.0))
-        self._started = time.perf_counter()
+        self._started = time.perf_counter()  # fit() restarts the clock too; this covers a save without fit
         if self.rank == 0:
             for log in ("train_log.csv", "val_log.csv", "quick_eval.csv"):
                 _drop_rows_after(self.out / log, self.step)
@@ -236,11 +231,11 @@ class Trainer:
                        "tokens_per_s": tokens / elapsed, "eta_s": (cfg.steps - self.step) / max(rate, 1e-9),
                        "wall_s": self.wall_seconds()}
                 if self.rank == 0:
-                    _append_csv(log_file, row)
+                    append_csv(log_file, row)
                     log(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
             if self.val_sampler is not None and (self.step % cfg.val_every == 0 or self.step == cfg.steps):
                 if self.rank == 0:
-                    _append_csv(self.out / "val_log.csv", {"step": self.step, "val_loss": self.heldout_loss(),
+                    append_csv(self.out / "val_log.csv", {"step": self.step, "val_loss": self.heldout_loss(),
                                                            "wall_s": self.wall_seconds()})
             if self.step in marks:
                 self.save(f"exposure-{int(round(100 * marks[self.step])):03d}")
@@ -251,7 +246,7 @@ class Trainer:
                 if self.rank == 0:
                     from models.soter.training.quick_eval import quick_eval
 
-                    _append_csv(self.out / "quick_eval.csv", {"step": self.step, **quick_eval(model, cfg)})
+                    append_csv(self.out / "quick_eval.csv", {"step": self.step, **quick_eval(model, cfg)})
         if cfg.eval_dataset and self.rank == 0:
             from models.soter.training.quick_eval import plot_log
 
@@ -275,7 +270,7 @@ def _drop_rows_after(path: Path, step: int) -> None:
     os.replace(tmp, path)
 
 
-def _append_csv(path: Path, row: dict) -> None:
+def append_csv(path: Path, row: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     new = not path.exists()
     with open(path, "a", newline="") as fh:
