@@ -74,13 +74,15 @@ class SeasonalNaive(_Naive):
     """Repeats the last season; the period is the context's autocorrelation peak.
 
     Rule when the context has no peak above 0.3 in lags 2..T/2: period 1, i.e. the last value
-    (the seasonal-naive forecast of a non-seasonal series); ``describe()`` counts such rows.
+    (the seasonal-naive forecast of a non-seasonal series). ``describe()`` states the rule but counts
+    nothing: a count kept by a model that a worker reuses across cells would make a record depend on
+    which cells that worker ran before (records must not depend on scheduling).
     """
 
     name = "seasonal-naive"
 
     def __init__(self, **_: object) -> None:
-        self.non_seasonal_rows = 0
+        pass
 
     def _predict(self, y, t, q):
         h = q.shape[1]
@@ -88,11 +90,10 @@ class SeasonalNaive(_Naive):
         for i, row in enumerate(y):
             period = estimate_period(row)
             if period is None:
-                self.non_seasonal_rows += 1
                 period = 1
             season = row[-period:]
             out[i] = season[np.arange(h) % period]
         return out
 
     def describe(self) -> dict[str, object]:
-        return {"name": self.name, "rows_without_season": self.non_seasonal_rows}
+        return {"name": self.name, "period": "autocorrelation peak > 0.3 in lags 2..T/2, else 1"}

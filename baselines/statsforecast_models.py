@@ -25,7 +25,6 @@ class _StatsForecast(Model):
 
         self._cls = getattr(models, self.model_class)
         self._version = statsforecast.__version__
-        self.constant_rows = 0
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
         values = (fill_prefix(batch) if not batch.mask.all() else batch).values[:, 0, :]
@@ -35,7 +34,6 @@ class _StatsForecast(Model):
             if np.ptp(y) == 0:
                 # documented rule: a constant context has a constant forecast (the automatic
                 # searches divide by the series' variance)
-                self.constant_rows += 1
                 out[i] = y[-1]
                 continue
             with warnings.catch_warnings():
@@ -44,8 +42,9 @@ class _StatsForecast(Model):
         return out[:, None, :]
 
     def describe(self) -> dict[str, object]:
+        # no per-call counts: a model reused across cells would make records depend on scheduling
         return {"name": self.name, "statsforecast": self._version, "season_length": 1,
-                "constant_rows": self.constant_rows}
+                "constant_context": "constant forecast"}
 
 
 class AutoETS(_StatsForecast):

@@ -113,9 +113,26 @@ def _scored(cell: Cell, dataset: Dataset, model: Model, fold: Fold) -> dict[str,
     else:
         raise ValueError(f"unknown task {cell.task!r}")
     e = out.errors
+    counts = {"n_windows": out.n_windows, "skipped_missing": out.skipped_missing,
+              "short_recordings": out.short_recordings}
+    problem = _unscored_reason(cell, e, out.short_recordings, out.skipped_missing)
+    if problem:
+        return {"status": "error", "error": problem, "n_points": e.n, **counts, **extra}
     return {"status": "ok", "rmse": e.rmse, "mae": e.mae, "sse": e.sse, "sae": e.sae, "n_points": e.n,
-            "n_windows": out.n_windows, "skipped_missing": out.skipped_missing,
-            "short_recordings": out.short_recordings, **extra}
+            **counts, **extra}
+
+
+def _unscored_reason(cell: Cell, errors, short_recordings: int, skipped_missing: int) -> str | None:
+    """Why a cell's metrics are no result (None: they are): nothing scored, or not finite numbers."""
+    if errors.n == 0:
+        return (f"no {'window' if cell.task != 'imputation' else 'segment'} of {cell.window} samples could be "
+                f"scored for test subject {cell.fold}: {short_recordings} recording(s) shorter than that, "
+                f"{skipped_missing} candidate(s) skipped for missing values or time gaps")
+    bad = [name for name, v in (("RMSE", errors.rmse), ("MAE", errors.mae)) if not np.isfinite(v)]
+    if bad:
+        return (f"{' and '.join(bad)} not finite over {errors.n} points: the forecasts or the data hold values "
+                "beyond float range (check the data for extreme values)")
+    return None
 
 
 def _classification(cell: Cell, dataset: Dataset) -> dict[str, object]:

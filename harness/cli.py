@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -13,6 +14,27 @@ from harness.tables import render, task_tables
 from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, SpecError, WindowSpec
 
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (sent by `kill`, Slurm and Ray before they kill a job): stop as on Ctrl-C."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
+def _install_stop_handlers() -> dict[int, object]:
+    """SIGINT and SIGTERM stop the run cleanly, whatever dispositions the caller passed down.
+
+    A background job of a non-interactive shell (`cmd &`, `nohup`) starts with SIGINT ignored;
+    without this, `kill -INT` on such a run would do nothing. Returns the previous handlers.
+    """
+    previous = {}
+    for signum, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _raise_terminated)):
+        previous[signum] = signal.signal(signum, handler)
+    return previous
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -74,6 +96,10 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--results", type=Path, default=DEFAULT_OUT, help="folder holding records.csv (default: %(default)s)")
     rep.add_argument("--out", type=Path, default=Path("results/report"), help="report folder (default: %(default)s)")
 
+    fix = sub.add_parser("repair", help="keep the valid rows of a damaged records.csv and move the rest aside "
+                                        "(deletes nothing)")
+    fix.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder holding records.csv (default: %(default)s)")
+
     table = sub.add_parser("table", help="re-render a task's table from recorded results")
     table.add_argument("task", choices=TASKS)
     table.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder holding records.csv")
@@ -83,6 +109,22 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    previous = _install_stop_handlers()
+    try:
+        return _dispatch(args)
+    except Terminated:
+        print("\nterminated: every finished row is kept; rerun the same command to resume", file=sys.stderr)
+        return EXIT_TERMINATED
+    except KeyboardInterrupt:
+        print("\ninterrupted: every finished row is kept; rerun the same command to resume",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     try:
         if args.command == "run":
             return _run(args)
@@ -99,13 +141,11 @@ def main(argv: list[str] | None = None) -> int:
 
             print(write_report(args.results, args.out))
             return 0
+        if args.command == "repair":
+            return _repair(Path(args.out) / RECORDS_FILE)
         return _table(args)
     except BrokenPipeError:  # output piped into e.g. `head`
         return 0
-    except KeyboardInterrupt:
-        print("\ninterrupted: every finished row is kept; rerun the same command to resume",
-              file=sys.stderr)
-        return EXIT_INTERRUPTED
     except (ValueError, KeyError, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -180,6 +220,18 @@ def _publish(frame, task: str, out: Path, models: list[str] | None, datasets: li
     for path in task_figures(frame, task, out / "figures"):
         if path.suffix == ".png":
             print(f"figure: {path}")
+
+
+def _repair(path: Path) -> int:
+    from harness.store import repair_store
+
+    report = repair_store(path)
+    if report.backup is None:
+        print(f"{path}: {report.kept} rows, all valid; nothing to repair")
+        return 0
+    print(f"{path}: kept {report.kept} rows; {report.rejected} lines moved aside to {report.rejected_file}; "
+          f"the damaged file is kept unchanged as {report.backup}")
+    return 0
 
 
 def _table(args: argparse.Namespace) -> int:

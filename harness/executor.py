@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Callable, Iterable, Iterator, Protocol, TypeVar
 
@@ -32,7 +34,24 @@ class SerialExecutor:
         pass
 
 
-def _worker_init() -> None:
+def exit_when_orphaned(parent: int, poll_s: float = 0.5) -> threading.Thread:
+    """Exit this process once ``parent`` is gone (it was reparented), however the parent died.
+
+    A pool's workers otherwise outlive a parent killed with SIGKILL, idle and holding memory,
+    forever. Polling ``getppid`` needs no platform-specific call and catches every way of dying.
+    """
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="exit-when-orphaned", daemon=True)
+    thread.start()
+    return thread
+
+
+def _worker_init(parent: int) -> None:
+    exit_when_orphaned(parent)
     # Two cores shared by N workers: one thread each, or they fight for the cores.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
@@ -43,6 +62,9 @@ def _worker_init() -> None:
         pass
 
 
+_END = object()
+
+
 class ProcessExecutor:
     """Local worker processes (spawned, so no state leaks from the parent)."""
 
@@ -51,18 +73,24 @@ class ProcessExecutor:
             raise ValueError("jobs must be >= 1")
         self.jobs = jobs
         self._pool = ProcessPoolExecutor(
-            max_workers=jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init
+            max_workers=jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
+            initargs=(os.getpid(),),
         )
 
     def run(self, fn: Callable[[C], R], cells: Iterable[C]) -> Iterator[tuple[C, R]]:
         pending: dict[Future, C] = {}
-        queue = list(cells)
-        queue.reverse()
+        queue = iter(cells)  # drawn lazily: the caller may skip cells that became done meanwhile
+        exhausted = False
         # keep a bounded number in flight so an interrupt cancels little work
-        while queue or pending:
-            while queue and len(pending) < 2 * self.jobs:
-                cell = queue.pop()
+        while not exhausted or pending:
+            while not exhausted and len(pending) < 2 * self.jobs:
+                cell = next(queue, _END)
+                if cell is _END:
+                    exhausted = True
+                    break
                 pending[self._pool.submit(fn, cell)] = cell
+            if not pending:
+                break
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
                 cell = pending.pop(fut)

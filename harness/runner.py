@@ -15,7 +15,7 @@ from harness.cells import Cell, run_cell
 from harness.executor import make_executor
 from harness.store import RecordStore, row_key
 from models.registry import all_specs, get_spec
-from protocols.classification import RANDOM_BASELINE
+from protocols.classification import RANDOM_BASELINE, check_classifiable
 from protocols.data import dataset_fingerprint
 from protocols.datasets import all_datasets, is_path_like, load_dataset, resolve_data_root
 from protocols.specs import (
@@ -165,6 +165,7 @@ def plan(config: RunConfig) -> tuple[list[tuple[Cell, dict[str, object]]], RunSu
         dataset = load_dataset(resolved, data_root=root)
         folds = [f.test_subject for f in loso_folds(dataset)]
         if config.task == "classification":
+            check_classifiable(dataset)
             folds = ["all"]
         label = dataset.name
         summary.dataset_labels[resolved] = label
@@ -220,8 +221,20 @@ def execute(config: RunConfig, log=print) -> RunSummary:
     executor = make_executor(config.jobs)
     bar = tqdm(total=len(pending), desc=f"{config.task}", unit="cell", disable=not config.progress or not pending,
                file=sys.stderr)
+
+    def not_done_elsewhere():
+        """Cells in order, minus those another run into the same --out finished meanwhile."""
+        for cell, fields in pending:
+            if not config.rerun:
+                store.refresh()
+                if store.is_done(str(fields["key"])):
+                    summary.skipped_done += 1
+                    bar.update(1)
+                    continue
+            yield cell
+
     try:
-        for cell, result in executor.run(run_cell, [c for c, _ in pending]):
+        for cell, result in executor.run(run_cell, not_done_elsewhere()):
             fields = fields_of[cell]
             store.write({**fields, **result, "code_version": version,
                          "finished_at": _now()})

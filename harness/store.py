@@ -1,19 +1,28 @@
-"""Append-only CSV record store that survives crashes.
+"""Append-only CSV record store that survives crashes and concurrent runs.
 
 One row per (task, dataset, fold, window, condition, model, seed, protocol).  Each row
 is appended with one write and fsync'd, so a run killed at any moment leaves every
 finished row intact; a final line without its newline (a write cut short) is dropped
-when the file is opened.  The column meanings are documented in docs/records.md.
+when the file is opened.  Every read and append holds an exclusive ``flock`` on the file,
+so two runs writing into one ``--out`` interleave whole rows and never write two headers;
+``refresh`` picks up rows another run appended, so a cell finished there is not recomputed
+here.  A damaged file is refused with its line number; ``repair_store`` (``harness repair``)
+keeps the valid rows and moves the rest aside.  Column meanings: docs/records.md.
 """
 
 from __future__ import annotations
 
 import csv
+import fcntl
 import hashlib
 import io
 import os
-from dataclasses import dataclass
+import shutil
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pandas as pd
@@ -26,6 +35,8 @@ COLUMNS: tuple[str, ...] = (
 )
 KEY_FIELDS: tuple[str, ...] = ("task", "dataset", "fold", "window", "condition", "model", "seed", "protocol")
 STATUSES = ("ok", "error", "unavailable")
+NUMERIC = ("rmse", "mae", "sse", "sae", "macro_f1", "macro_auroc", "seconds")
+INTEGER = ("n_points", "n_windows", "skipped_missing", "short_recordings", "seed")
 
 
 def row_key(model_id: str = "", **fields: object) -> str:
@@ -46,40 +57,41 @@ class RecordStoreError(RuntimeError):
 @dataclass
 class RecordStore:
     path: Path
+    _rows: dict[str, dict[str, str]] = field(default_factory=dict, init=False, repr=False)
+    _offset: int = field(default=0, init=False, repr=False)  # bytes of the file already parsed
+    _lines: int = field(default=0, init=False, repr=False)  # lines in those bytes
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._rows: dict[str, dict[str, str]] = {}
-        if self.path.exists():
-            self._load()
-        else:
-            self._append_text(_csv_line(COLUMNS))
+        with self._locked() as fd:
+            self._read_new(fd)
 
     # -- reading -----------------------------------------------------------
-    def _load(self) -> None:
-        data = self.path.read_bytes()
+    def refresh(self) -> None:
+        """Take in rows that another run appended since this store last read the file."""
+        with self._locked() as fd:
+            self._read_new(fd)
+
+    def _read_new(self, fd: int) -> None:
+        """Parse the file from ``_offset`` on (under the lock); write the header into an empty file."""
+        size = os.fstat(fd).st_size
+        if size < self._offset:  # replaced underneath us (e.g. by `harness repair`): read it all again
+            self._rows, self._offset, self._lines = {}, 0, 0
+        data = os.pread(fd, size - self._offset, self._offset) if size > self._offset else b""
         if data and not data.endswith(b"\n"):
             # a write cut short by a kill: drop the partial line, keep everything before it
             cut = data.rfind(b"\n") + 1
-            with open(self.path, "r+b") as fh:
-                fh.truncate(cut)
+            os.ftruncate(fd, self._offset + cut)
             data = data[:cut]
-        if not data:
-            self._append_text(_csv_line(COLUMNS))
+        if self._offset == 0 and not data:
+            _write_all(fd, _csv_line(COLUMNS).encode(), self.path)
+            self._offset, self._lines = os.fstat(fd).st_size, 1
             return
-        reader = csv.reader(io.StringIO(data.decode("utf-8")))
-        header = next(reader)
-        if tuple(header) != COLUMNS:
-            raise RecordStoreError(
-                f"{self.path}: unexpected columns {header}; this file was written by another "
-                "version of soter-bench (move it away or use another --out)"
-            )
-        for lineno, values in enumerate(reader, start=2):
-            if len(values) != len(COLUMNS):
-                raise RecordStoreError(f"{self.path}: line {lineno} has {len(values)} fields, expected {len(COLUMNS)}")
-            row = dict(zip(COLUMNS, values))
+        for row in _parse(data, self.path, header=self._offset == 0, line_base=self._lines):
             self._rows[row["key"]] = row  # later rows supersede earlier ones
+        self._offset += len(data)
+        self._lines += data.count(b"\n")
 
     def get(self, key: str) -> dict[str, str] | None:
         return self._rows.get(key)
@@ -102,16 +114,96 @@ class RecordStore:
         full = {c: _fmt(row.get(c, "")) for c in COLUMNS}
         if not full["key"]:
             full["key"] = row_key(**{f: row[f] for f in KEY_FIELDS})
-        self._append_text(_csv_line([full[c] for c in COLUMNS]))
+        with self._locked() as fd:
+            self._read_new(fd)  # rows of other runs first, so our offset stays at the end
+            line = _csv_line([full[c] for c in COLUMNS]).encode("utf-8")
+            _write_all(fd, line, self.path)
+            self._offset = os.fstat(fd).st_size
+            self._lines += line.count(b"\n")
         self._rows[full["key"]] = full
 
-    def _append_text(self, text: str) -> None:
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    @contextmanager
+    def _locked(self) -> Iterator[int]:
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, text.encode("utf-8"))
-            os.fsync(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield fd
         finally:
-            os.close(fd)
+            os.close(fd)  # closing releases the lock
+
+
+def _write_all(fd: int, data: bytes, path: Path) -> None:
+    """Append ``data`` completely or not at all: a short or failed write (disk full) is undone."""
+    start = os.fstat(fd).st_size
+    try:
+        done = 0
+        while done < len(data):
+            n = os.write(fd, data[done:])
+            if n <= 0:
+                raise OSError(f"wrote {done} of {len(data)} bytes")
+            done += n
+        os.fsync(fd)
+    except OSError as exc:
+        try:
+            os.ftruncate(fd, start)
+        except OSError:
+            pass  # the partial line has no newline: the next open drops it
+        raise RecordStoreError(f"{path}: could not append a record ({exc.strerror or exc}); "
+                               "every row written before it is kept") from None
+
+
+def _parse(data: bytes, path: Path, header: bool, line_base: int) -> Iterator[dict[str, str]]:
+    """Rows of ``data`` (whole lines after ``line_base`` lines), validated; errors name file and line."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = line_base + data[:exc.start].count(b"\n") + 1
+        raise _damaged(path, line, "bytes that are not UTF-8 text") from None
+    reader = csv.reader(io.StringIO(text))
+    if header:
+        names = next(reader, None)
+        if names is not None and tuple(names) != COLUMNS:
+            raise RecordStoreError(
+                f"{path}: unexpected columns {names}; this file was written by another "
+                "version of soter-bench (move it away or use another --out)"
+            )
+    while True:
+        try:
+            values = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise _damaged(path, line_base + reader.line_num, f"unreadable CSV ({exc})") from None
+        problem = row_problem(values)
+        if problem:
+            raise _damaged(path, line_base + reader.line_num, problem)
+        yield dict(zip(COLUMNS, values))
+
+
+def row_problem(values: list[str]) -> str | None:
+    """Why a parsed CSV record cannot be a row of this store (None: it can)."""
+    if len(values) != len(COLUMNS):
+        return f"{len(values)} fields, expected {len(COLUMNS)}"
+    row = dict(zip(COLUMNS, values))
+    if not row["key"]:
+        return "an empty key"
+    if row["status"] not in STATUSES:
+        return f"status {row['status']!r} (expected one of {', '.join(STATUSES)})"
+    for col in NUMERIC:
+        if row[col]:
+            try:
+                float(row[col])
+            except ValueError:
+                return f"{col} {row[col][:40]!r} is not a number"
+    for col in INTEGER:
+        if row[col] and not row[col].lstrip("-").isdigit():
+            return f"{col} {row[col][:40]!r} is not an integer"
+    return None
+
+
+def _damaged(path: Path, line: int, problem: str) -> RecordStoreError:
+    return RecordStoreError(f"{path}, line {line}: {problem}. The file is damaged; `python -m harness repair --out "
+                            f"{path.parent}` keeps every valid row and moves the rest aside")
 
 
 def _fmt(value: object) -> str:
@@ -130,10 +222,6 @@ def _csv_line(values) -> str:
     return buf.getvalue()
 
 
-NUMERIC = ("rmse", "mae", "sse", "sae", "macro_f1", "macro_auroc", "seconds")
-INTEGER = ("n_points", "n_windows", "skipped_missing", "short_recordings", "seed")
-
-
 def rows_to_frame(rows: list[dict[str, str]]) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     for col in NUMERIC:
@@ -150,3 +238,80 @@ def read_records(path: Path) -> pd.DataFrame:
     if not path.exists():
         raise RecordStoreError(f"no records file at {path}; run `python -m harness run ...` first")
     return RecordStore(path).frame()
+
+
+# -- repair -------------------------------------------------------------------
+@dataclass(frozen=True)
+class RepairReport:
+    path: Path
+    kept: int
+    rejected: int
+    backup: Path | None  # the damaged file, moved aside unchanged (None: nothing to repair)
+    rejected_file: Path | None  # the lines that were not valid rows, byte for byte
+
+
+def repair_store(path: Path) -> RepairReport:
+    """Keep every valid row of a damaged records file and move everything else aside; delete nothing.
+
+    Runs under the store's lock. The original file is kept unchanged as ``<name>.damaged-<time>``,
+    the rejected lines as ``<stem>.rejected-<time>.csv``; the new file holds the header and the valid
+    rows in their original order. A line that is not a row (bad bytes, wrong field count, a value
+    that is not a number, an unbalanced quote) is rejected alone, so one bad line never costs others.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise RecordStoreError(f"no records file at {path}")
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        data = os.pread(fd, os.fstat(fd).st_size, 0)
+        kept, rejected = _split_valid(data)
+        if not rejected and data.startswith(_csv_line(COLUMNS).encode()) and data.endswith(b"\n"):
+            return RepairReport(path, len(kept), 0, None, None)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        backup = path.with_name(f"{path.name}.damaged-{stamp}")
+        rejected_file = path.with_name(f"{path.stem}.rejected-{stamp}.csv")
+        rejected_file.write_bytes(b"".join(rejected))
+        fresh = path.with_name(f".{path.name}.repair-{stamp}")
+        fresh.write_bytes(_csv_line(COLUMNS).encode() + b"".join(kept))
+        shutil.copyfile(path, backup)  # the damaged original stays, byte for byte
+        os.replace(fresh, path)
+        return RepairReport(path, len(kept), len(rejected), backup, rejected_file)
+    finally:
+        os.close(fd)
+
+
+def _split_valid(data: bytes, max_record_lines: int = 64) -> tuple[list[bytes], list[bytes]]:
+    """(valid row records, rejected chunks) of a records file's bytes; the header is neither."""
+    lines = data.splitlines(keepends=True)
+    if lines and lines[0].rstrip(b"\r\n") == _csv_line(COLUMNS).rstrip("\n").encode():
+        lines = lines[1:]
+    kept: list[bytes] = []
+    rejected: list[bytes] = []
+    i = 0
+    while i < len(lines):
+        # a record may span lines (a quoted field holding a newline): grow it while quotes are open
+        j, chunk = i + 1, lines[i]
+        while chunk.count(b'"') % 2 and j < len(lines) and j - i < max_record_lines:
+            chunk += lines[j]
+            j += 1
+        record = _valid_record(chunk)
+        if record is not None:
+            kept.append(record)
+            i = j
+        else:
+            rejected.append(lines[i] if lines[i].endswith(b"\n") else lines[i] + b"\n")
+            i += 1
+    return kept, rejected
+
+
+def _valid_record(chunk: bytes) -> bytes | None:
+    if not chunk.endswith(b"\n") or chunk.count(b'"') % 2:
+        return None
+    try:
+        records = list(csv.reader(io.StringIO(chunk.decode("utf-8"))))
+    except (UnicodeDecodeError, csv.Error):
+        return None
+    if len(records) != 1 or row_problem(records[0]) is not None:
+        return None
+    return chunk

@@ -45,9 +45,19 @@ def _pure(rec: Recording, starts: np.ndarray, length: int) -> np.ndarray:
     return (first >= 0) & (changes[starts + length - 1] == changes[starts])
 
 
+def check_classifiable(dataset: Dataset) -> None:
+    """Refuse, before any cell runs, a dataset on which classification cannot give one result."""
+    if dataset.label_names is None or all(r.labels is None for r in dataset.recordings):
+        raise DatasetError(f"dataset {dataset.name!r} has no labels: classification needs them "
+                           "(a `label` column, see docs/datasets.md)")
+    present = {int(c) for r in dataset.recordings if r.labels is not None for c in np.unique(r.labels) if c >= 0}
+    if len(present) < 2:
+        raise DatasetError(f"dataset {dataset.name!r} has {len(present)} labelled class(es): "
+                           "classification needs at least two")
+
+
 def labelled_segments(dataset: Dataset, spec: ClassificationSpec) -> LabelledSegments:
-    if dataset.label_names is None:
-        raise DatasetError(f"dataset {dataset.name!r} has no labels: classification needs them")
+    check_classifiable(dataset)
     sampling = SamplingSpec(max_windows_per_subject=spec.max_windows_per_subject, seed=0)
     refs: list[WindowRef] = []
     for subject in dataset.subjects:

@@ -11,13 +11,22 @@ class DatasetError(ValueError):
     """A dataset is malformed; the message names the dataset, recording and problem."""
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # models run in float32: larger inputs turn into inf
+
+
+def beyond_float32(values: np.ndarray) -> np.ndarray:
+    """Mask of values a float32 input cannot hold (+-inf, |x| > FLOAT32_MAX); NaN (missing) is not one."""
+    return np.abs(values) > FLOAT32_MAX
+
+
 @dataclass(frozen=True)
 class Recording:
     """One continuous multichannel recording of one subject.
 
     ``values`` is [C, T] float64, ``timestamps`` [T] seconds strictly increasing,
     ``labels`` [T] int codes into ``Dataset.label_names``, -1 for unlabelled samples (or None).  NaN marks a
-    missing sample; windows that touch one are skipped by the protocol and counted.
+    missing sample; windows that touch one are skipped by the protocol and counted.  Values must fit
+    float32 (``|x| <= FLOAT32_MAX``): a larger one becomes inf in a float32 model and squashes MinMax.
     """
 
     subject: str
@@ -88,6 +97,11 @@ def validate(ds: Dataset) -> None:
         if np.isinf(r.values).any():
             ch, t = np.argwhere(np.isinf(r.values))[0]
             raise DatasetError(f"{where}: infinite value in channel {ds.channels[ch]!r} at sample {t}")
+        huge = beyond_float32(r.values)
+        if huge.any():
+            ch, t = np.argwhere(huge)[0]
+            raise DatasetError(f"{where}: value {float(r.values[ch, t])!r} in channel {ds.channels[ch]!r} "
+                               f"at sample {t} is beyond the float32 range (|x| > {FLOAT32_MAX:.7g})")
         if r.labels is not None:
             if r.labels.shape != r.timestamps.shape:
                 raise DatasetError(f"{where}: labels must have one entry per sample")

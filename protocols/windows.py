@@ -11,6 +11,8 @@ import numpy as np
 from protocols.data import Dataset, Recording
 from protocols.specs import SamplingSpec, WindowSpec
 
+GAP_FACTOR = 1.5  # a time step longer than 1.5 sample periods is a gap: one lost sample already makes it 2
+
 
 @dataclass(frozen=True)
 class WindowRef:
@@ -21,7 +23,7 @@ class WindowRef:
 @dataclass(frozen=True)
 class WindowSelection:
     windows: tuple[WindowRef, ...]
-    skipped_missing: int  # candidates touching a NaN sample
+    skipped_missing: int  # candidates touching a NaN sample or spanning a time gap (time_gaps)
     short_recordings: int  # recordings shorter than context + horizon
 
 
@@ -45,11 +47,32 @@ def candidate_starts(n_samples: int, length: int, stride: int) -> np.ndarray:
     return np.arange(0, n_samples - length + 1, stride, dtype=np.int64)
 
 
+def time_gaps(rec: Recording, sampling_rate: float | None) -> np.ndarray:
+    """[T - 1] mask of steps (sample k to k + 1) longer than GAP_FACTOR sample periods: samples are lost there,
+    so a window across one covers more time than its sample count says.  Only a declared rate defines
+    the period; without one the timestamps are irregular by declaration and no step is a gap."""
+    steps = np.diff(rec.timestamps)
+    if sampling_rate is None:
+        return np.zeros(steps.shape, dtype=bool)
+    return steps > GAP_FACTOR / sampling_rate
+
+
+def _touching(flags: np.ndarray, starts: np.ndarray, span: int) -> np.ndarray:
+    """Which runs flags[s:s + span] hold a True, for every s in starts at once (prefix sums)."""
+    if not flags.any():
+        return np.zeros(starts.shape, dtype=bool)
+    csum = np.concatenate([[0], np.cumsum(flags)])
+    return (csum[starts + span] - csum[starts]) > 0
+
+
 def select_segments(
     dataset: Dataset, subject: str, length: int, stride: int, sampling: SamplingSpec, tag: object,
     accept: Callable[[Recording, np.ndarray], np.ndarray] | None = None,
 ) -> WindowSelection:
     """Segments of ``length`` samples of one subject, by the rule in docs/protocols.md.
+
+    Segments touching a missing (NaN) sample or spanning a time gap are skipped and counted together in
+    ``skipped_missing``: a gap is samples that are missing from the file rather than marked NaN.
 
     ``tag`` enters the seed so that different window kinds draw independently; ``accept``
     (recording, starts) -> bool mask keeps only some candidates (e.g. label-pure ones)
@@ -64,13 +87,11 @@ def select_segments(
         if starts.size == 0:
             short += 1
             continue
-        bad = np.isnan(rec.values).any(axis=0)
-        if bad.any():
-            # segments touching a NaN: prefix sums of the bad-sample indicator
-            csum = np.concatenate([[0], np.cumsum(bad)])
-            touched = (csum[starts + length] - csum[starts]) > 0
-            skipped_missing += int(touched.sum())
-            starts = starts[~touched]
+        # a segment's `length` samples hold `length - 1` time steps; both kinds of skip are counted once
+        touched = (_touching(np.isnan(rec.values).any(axis=0), starts, length)
+                   | _touching(time_gaps(rec, dataset.sampling_rate), starts, length - 1))
+        skipped_missing += int(touched.sum())
+        starts = starts[~touched]
         if accept is not None:
             starts = starts[accept(rec, starts)]
         candidates.extend(WindowRef(i, int(s)) for s in starts)

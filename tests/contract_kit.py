@@ -3,8 +3,9 @@
 Checks: shape and finiteness, no dependence on other rows of the batch (batch-size
 invariance), no state carried between calls (having seen a longer series, the model forecasts
 its truncation as a fresh model does), per-channel independence for per-channel models,
-determinism under a seed, a clear error for a too-short context, and the default causal
-imputation path.
+determinism under a seed, a clear error for a too-short context, the default causal
+imputation path, and the leakage probes of ``protocols.leakage`` (changing the future never
+changes a forecast or an imputation) at the model's declared batch-invariance tolerance.
 """
 
 from __future__ import annotations
@@ -69,12 +70,31 @@ def check_forecast_contract(spec: ModelSpec, t: int = 48, h: int = 24, b: int = 
     if not model.capabilities.impute:
         np.testing.assert_allclose(imputed, out[:, :, 0], atol=atol)
 
+    _probe_leakage(model, t, h)
+
     # a context shorter than the model accepts is a clear error, not garbage
     short = model.capabilities.min_context - 1
     if short >= 1:
         tiny = _series(1, 1, short)
         with pytest.raises((ModelInputError, ValueError)):
             interface.forecast(model, tiny, _queries(tiny, h))
+
+
+def _probe_leakage(model, t: int, h: int) -> None:
+    """The protocol's leakage probes through the real scoring path, on a small three-subject dataset."""
+    from protocols.leakage import probe_forecasting, probe_imputation
+    from protocols.specs import ForecastingSpec, ImputationSpec, SamplingSpec, WindowSpec
+    from protocols.splits import loso_folds
+    from tests.conftest import make_dataset
+
+    ds = make_dataset(n_subjects=3, n_samples=2 * (t + h), channels=("a", "b"))
+    fold = loso_folds(ds)[0]
+    window = WindowSpec(t, h)
+    spec = ForecastingSpec(windows=(window,), sampling=SamplingSpec(max_windows_per_subject=2))
+    probe_forecasting(model, ds, fold, window, spec, n_windows=2)
+    length = max(t, model.capabilities.min_context + 4)
+    probe_imputation(model, ds, fold, ImputationSpec(length=length, warmup=length - 4, points_per_window=2,
+                                                     max_windows_per_subject=2), 0.5, seed=0, n_queries=2)
 
 
 def check_embed_contract(spec: ModelSpec, t: int = 64, b: int = 4, c: int = 3, rtol: float = 1e-5,

@@ -63,3 +63,20 @@ class MeanStdEmbedder(Model):
 
 register(ModelSpec(name="test-mean-std", factory="tests.plugin_models:MeanStdEmbedder",
                    description="test only", default=False, tasks=("classification",)))
+
+
+class Overflowing(Model):
+    """Forecasts so large that their squared error overflows float64 (test only)."""
+
+    name = "test-overflow"
+    capabilities = Capabilities(multivariate=True)
+
+    def __init__(self, **_: object) -> None:
+        pass
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        return np.full((*batch.values.shape[:2], query_times.shape[1]), 1e300)
+
+
+register(ModelSpec(name="test-overflow", factory="tests.plugin_models:Overflowing",
+                   description="test only", default=False))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 
 from harness import data_cli
 from protocols.data import DatasetError
+from protocols.datasets import load_dataset
 from protocols.npe import dataset_npe
 from tests.conftest import make_dataset
 
@@ -114,3 +116,71 @@ def test_data_root_from_the_environment(tmp_path, small_cohort, capsys, monkeypa
     monkeypatch.setenv("SOTER_BENCH_DATA", str(tmp_path))
     assert _cli("stats") == 0
     assert _rows(capsys.readouterr().out)["ieee-ppg"][:2] == ["MC", "5"]
+
+
+# -- `data check` without SHA256SUMS.txt: WFDB records against their headers' lengths and checksums ---------
+def _copy_record(record: str, folder: Path) -> Path:
+    """A writable copy of a shared record (header and every signal file): tests corrupt copies only."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for file in WFDB.glob(f"{record}.*"):
+        shutil.copy(file, folder / file.name)
+        (folder / file.name).chmod(0o644)
+    return folder / record
+
+
+def _flip(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+@needs_wfdb
+def test_check_finds_a_flipped_byte_by_the_header_checksum(tmp_path, capsys):
+    base = _copy_record("100", tmp_path / "mitbih")
+    assert not (tmp_path / "mitbih" / "SHA256SUMS.txt").exists()
+    assert _cli("check", "mitbih", "--root", str(tmp_path)) == 0  # the intact copy passes
+    assert "present: 1" in capsys.readouterr().out
+    _flip(base.with_suffix(".dat"), 3000)  # format 212: byte 3k is the low byte of sample 2k, signal 0
+    assert _cli("check", "mitbih", "--root", str(tmp_path)) == 1
+    out = capsys.readouterr().out
+    assert "corrupt: 1  100" in out and "checked against WFDB header lengths and checksums, then" in out
+    assert f"100: {base}: checksum mismatch: signal 0 (MLII) in 100.dat: header checksum -22131" in out
+
+
+@needs_wfdb
+def test_check_and_the_loader_name_a_truncated_signal_file(tmp_path, capsys):
+    dat = _copy_record("100", tmp_path / "mitbih").with_suffix(".dat")
+    dat.write_bytes(dat.read_bytes()[:975_001])
+    assert _cli("check", "mitbih", "--root", str(tmp_path)) == 1
+    out = capsys.readouterr().out
+    assert f"100: {dat}: truncated: expected 1950000 bytes, found 975001" in out and "broadcast" not in out
+    with pytest.raises(DatasetError, match=r"100.dat: truncated: expected 1950000 bytes, found 975001 \(header"):
+        load_dataset("mitbih", data_root=tmp_path)
+
+
+@needs_wfdb
+@pytest.mark.parametrize("record, signal_file, offset, signal", [
+    ("100", "100.dat", 3002, "signal 1 (V5)"),  # format 212, two signals
+    ("a103l", "a103l.mat", 24 + 6 * 1000 + 2, "signal 1 (V)"),  # format 16 after a 24-byte offset, 3 signals
+    ("s0010_re", "s0010_re.xyz", 6 * 1000 + 4, "signal 14 (vz)"),  # second signal file (signals 12-14)
+    ("03700181", "03700181.dat", 9 * 1000 + 7, "signal 1 (ABP)"),  # 4 samples per frame of signal 0, a skew
+])
+def test_every_record_layout_is_held_to_its_header(tmp_path, record, signal_file, offset, signal):
+    from protocols.datasets.check import check_wfdb_record
+
+    base = _copy_record(record, tmp_path)
+    check_wfdb_record(base)  # intact
+    path = tmp_path / signal_file
+    intact = path.read_bytes()
+    _flip(path, offset)
+    with pytest.raises(DatasetError, match=rf"{record}: checksum mismatch: {re.escape(signal)} in {signal_file}"):
+        check_wfdb_record(base)
+    path.write_bytes(intact[:-1])
+    with pytest.raises(DatasetError, match=rf"{signal_file}: truncated: expected {len(intact)} bytes, "
+                                           rf"found {len(intact) - 1}"):
+        check_wfdb_record(base)
+    path.write_bytes(intact + b"\0" * 4)
+    with pytest.raises(DatasetError, match=rf"{signal_file}: longer than its header says"):
+        check_wfdb_record(base)

@@ -46,7 +46,7 @@ def _awkward() -> Dataset:
     recs = []
     for s in range(2):
         t = np.cumsum(rng.uniform(0.001, 0.1, 50)) + 1e9 * s
-        v = rng.standard_normal((2, 50)) * 10.0 ** rng.integers(-300, 300, (2, 50))
+        v = rng.standard_normal((2, 50)) * 10.0 ** rng.integers(-300, 37, (2, 50))  # float32's range ends at 3.4e38
         v[0, :4] = [0.1 + 0.2, 5e-324, -0.0, 1 / 3]
         v[1, 7] = np.nan
         labels = rng.integers(-1, 3, 50)
@@ -80,7 +80,7 @@ def test_json_manifest_and_ignored_extra_columns(tmp_path):
 
 
 def test_allow_missing_keeps_gaps_as_nan(tmp_path):
-    folder = _folder(tmp_path, {"a.csv": "time,ecg,ppg,label\n0,1,,calm\n1,NaN,2,\n"}, "allow_missing = true\n")
+    folder = _folder(tmp_path, {"a.csv": "time,ecg,ppg,label\n0,1,,calm\n0.5,NaN,2,\n"}, "allow_missing = true\n")
     rec = load_folder_dataset(folder).recordings[0]
     assert np.isnan(rec.values[1, 0]) and np.isnan(rec.values[0, 1]) and rec.labels.tolist() == [0, -1]
 
@@ -182,6 +182,33 @@ def test_bad_recording_lists(tmp_path, manifest, message):
     (tmp_path / "a.txt").write_text(GOOD)
     (tmp_path / "dataset.toml").write_text(manifest)
     assert message in _error(tmp_path)
+
+
+@pytest.mark.parametrize("file", ["../x.csv", "ABSOLUTE", "link.csv", "linked/x.csv"])
+def test_a_file_outside_the_folder_is_refused_without_quoting_it(tmp_path, file):
+    """``..``, an absolute path or a symlink out of the folder: refused by entry, nothing of the file is read."""
+    (tmp_path / "x.csv").write_text("time,ecg,ppg,label\n0,1,secret-cell,calm\n")  # outside the dataset folder
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "link.csv").symlink_to(tmp_path / "x.csv")
+    (folder / "linked").symlink_to(tmp_path, target_is_directory=True)
+    file = file.replace("ABSOLUTE", str(tmp_path / "x.csv"))
+    (folder / "dataset.toml").write_text(HEAD + f'[[recordings]]\nfile = "{file}"\nsubject = "s"\n')
+    err = _error(folder)
+    assert f"dataset.toml: recordings[0] file {file!r} resolves to {tmp_path / 'x.csv'}, outside the dataset " \
+           f"folder {folder}; refused" in err
+    assert "secret" not in err
+
+
+def test_nested_files_and_links_inside_the_folder_load(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.csv").write_text(GOOD)
+    (tmp_path / "b.csv").symlink_to(tmp_path / "sub" / "a.csv")
+    (tmp_path / "dataset.toml").write_text(HEAD + '[[recordings]]\nfile = "sub/a.csv"\nsubject = "s"\n'
+                                                  '[[recordings]]\nfile = "sub/../b.csv"\nsubject = "t"\n')
+    ds = load_folder_dataset(tmp_path)
+    assert [r.name for r in ds.recordings] == ["a", "b"]
+    np.testing.assert_array_equal(ds.recordings[0].values, [[1.0, 1.5, 1.0], [2.0, 2.5, 3.0]])
 
 
 def test_folder_and_manifest_level_errors(tmp_path):

@@ -150,9 +150,10 @@ def test_check_without_sums_reads_with_the_loader(tmp_path):
         (tmp_path / "mitbih" / f"100.{ext}").write_bytes((wfdb_dir / f"100.{ext}").read_bytes())
     report = check_dataset("mitbih", tmp_path)
     assert report.ok and report.present == ["100"] and "loader" in report.how
-    (tmp_path / "mitbih" / "100.dat").write_bytes(b"\x00" * 10)  # truncated
+    (tmp_path / "mitbih" / "100.dat").write_bytes(b"\x00" * 10)  # truncated: named by record, before the loader
     report = check_dataset("mitbih", tmp_path)
-    assert not report.ok and report.corrupt == ["mitbih"] and "unreadable" in report.problems["mitbih"]
+    assert not report.ok and report.corrupt == ["100"] and report.present == []
+    assert "100.dat: truncated: expected 1950000 bytes, found 10" in report.problems["100"]
 
 
 def _zip(members: dict[str, bytes]) -> bytes:
@@ -177,6 +178,24 @@ def test_an_archive_escaping_its_folder_is_refused(server, tmp_path):
     with pytest.raises(DownloadError, match="outside"):
         download("mmash", tmp_path, base=server.url, show_progress=False)
     assert not (tmp_path / "evil.csv").exists()
+
+
+@pytest.mark.parametrize("entry", ["../../escape/user_1/Actigraph.csv", "ABSOLUTE", "link/user_1/Actigraph.csv"])
+def test_a_listing_entry_escaping_the_root_is_refused_before_any_fetch(server, tmp_path, entry):
+    """A SHA256SUMS.txt entry that is absolute, climbs with ``..`` or leaves through a symlink writes nothing."""
+    escape = tmp_path / "escape"
+    escape.mkdir()
+    folder = tmp_path / "root" / "mmash"
+    folder.mkdir(parents=True)
+    (folder / "link").symlink_to(escape, target_is_directory=True)
+    entry = entry.replace("ABSOLUTE", str(escape / "user_1" / "Actigraph.csv"))
+    server.publish("mmash", "1.0.0", {entry: b"hostile", "user_2/Actigraph.csv": b"fine"})
+    with pytest.raises(DownloadError, match=f"SHA256SUMS.txt: entry '{entry}' leads outside .*; refused"):
+        download("mmash", tmp_path / "root", base=server.url, show_progress=False)
+    assert [p for p, _ in server.requests] == ["/files/mmash/1.0.0/SHA256SUMS.txt"]
+    assert list(escape.iterdir()) == [] and not (folder / "user_2").exists()
+    with pytest.raises(DownloadError, match=f"entry '{entry}' leads outside"):  # `data check` reads nothing there
+        check("mmash", tmp_path / "root")
 
 
 def test_heartrate_fetches_the_bidmc_records_and_names_the_ts_alternative(server, tmp_path, capsys):

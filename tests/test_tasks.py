@@ -66,6 +66,27 @@ def test_forecasting_probe_passes_an_honest_model_and_catches_a_cheat():
     np.testing.assert_array_equal(before, ds.recordings[0].values)  # restored
 
 
+class BatchPooler(Model):
+    """Adds the batch mean of every row's last value: reads later windows' contexts (another
+    window's future) through the batch, and is exact when scored alone."""
+
+    name = "pooler"
+    capabilities = Capabilities(multivariate=True)
+    batch_tolerance = (0.0, 1e-3)
+
+    def _forecast(self, batch, query_times):
+        last = batch.values[:, :, -1:]
+        return np.repeat(last + last.mean(axis=0, keepdims=True), query_times.shape[1], axis=2)
+
+
+def test_forecasting_probe_catches_pooling_across_the_batch_beyond_the_declared_tolerance():
+    ds, fold = _setup()
+    spec = ForecastingSpec(windows=(WindowSpec(48, 24),), sampling=SamplingSpec(max_windows_per_subject=4))
+    with pytest.raises(LeakageError, match=r"in its batch; the model declares batch effects up to rtol=0, atol=0.001"):
+        probe_forecasting(BatchPooler(), ds, fold, WindowSpec(48, 24), spec)
+    probe_forecasting(BatchPooler(), ds, fold, WindowSpec(48, 24), spec, tolerance=(0.0, 1e3))  # alone: exact
+
+
 def test_imputation_probe_passes_an_honest_model_and_catches_a_cheat():
     ds, fold = _setup()
     spec = ImputationSpec(length=48, warmup=8, points_per_window=3, max_windows_per_subject=3)

@@ -3,6 +3,9 @@
 Downloaded datasets are checked against the ``SHA256SUMS.txt`` that ``data download`` keeps beside
 them.  Datasets placed by hand (IEEE PPG; the HeartRate ``.ts`` files) have no published sums: a file
 is then present when it parses (``.mat`` with ``sig``; ``.ts`` with data), corrupt when it does not.
+Other datasets without sums are read by their loader, and WFDB records (``.hea`` headers: MIT-BIH, the
+raw BIDMC records) are first held to their headers' own integrity fields: each signal file's size must
+match ``sig_len``, and each signal's sum must match the header's checksum.
 """
 
 from __future__ import annotations
@@ -55,11 +58,22 @@ def check_dataset(name: str, root: Path) -> CheckReport:
 
 
 def _load_check(name: str, folder: Path) -> CheckReport:
-    """Files placed by hand, without sums: the loader itself says whether they read."""
+    """Files placed by hand, without sums: WFDB records against their headers, then the loader itself."""
     from protocols.datasets import load_dataset
 
-    report = CheckReport(name, f"the {name} loader (no SHA256SUMS.txt: not downloaded by the harness, "
+    records = sorted(h.with_suffix("") for h in folder.glob("*.hea"))
+    headers = "WFDB header lengths and checksums, then " if records else ""
+    report = CheckReport(name, f"{headers}the {name} loader (no SHA256SUMS.txt: not downloaded by the harness, "
                                "so missing files cannot be listed)")
+    for base in records:
+        try:
+            check_wfdb_record(base)
+        except DatasetError as exc:
+            report.corrupt.append(base.name)
+            report.problems[base.name] = str(exc)
+    if report.corrupt:  # the loader would read damaged samples, or fail on them again
+        report.present.extend(b.name for b in records if b.name not in report.problems)
+        return report
     try:
         dataset = load_dataset(name, data_root=folder.parent)
     except DatasetError as exc:
@@ -68,6 +82,33 @@ def _load_check(name: str, folder: Path) -> CheckReport:
     else:
         report.present.extend(r.name for r in dataset.recordings)
     return report
+
+
+def check_wfdb_record(base: Path) -> None:
+    """Hold a WFDB record to its header: signal file sizes (``sig_len``), then every signal's checksum.
+
+    The header stores, per signal, the 16-bit sum of its samples; a flipped byte changes it, without
+    making the record unreadable (a change by a multiple of 65536, as in the top byte of a 24- or 32-bit
+    sample, goes unseen).  Signals without a checksum in the header are not checked.
+    """
+    import wfdb
+
+    from protocols.datasets.mitbih import check_signal_files, read_header
+
+    header = read_header(base)
+    check_signal_files(base, header)
+    if not isinstance(header, wfdb.Record) or all(c is None for c in header.checksum or ()):
+        return
+    try:  # the samples as stored: digital, every sample of a frame, no skew applied
+        record = wfdb.rdrecord(str(base), physical=False, smooth_frames=False, ignore_skew=True)
+    except Exception as exc:  # wfdb raises many types for corrupt files
+        raise DatasetError(f"{base}: unreadable WFDB record ({type(exc).__name__}: {exc})") from exc
+    sums = [(got + 32768) % 65536 - 32768 for got in record.calc_checksum(expanded=True)]  # signed, as in .hea
+    wrong = [f"signal {i} ({name}) in {file}: header checksum {want}, the samples give {got}"
+             for i, (name, file, want, got) in enumerate(zip(record.sig_name, record.file_name, header.checksum, sums))
+             if want is not None and (got - want) % 65536]
+    if wrong:
+        raise DatasetError(f"{base}: checksum mismatch: " + "; ".join(wrong))
 
 
 def _parse_check(name: str, folder: Path, expected: tuple[str, ...], read) -> CheckReport:

@@ -132,6 +132,25 @@ def parse_sums(text: str) -> dict[str, str]:
     return sums
 
 
+def check_inside(folder: Path, relative: str, what: str) -> None:
+    """Refuse ``relative`` unless ``folder / relative`` stays inside ``folder``: listings and archives are untrusted.
+
+    Absolute paths and ``..`` components are refused outright, and so is a path that leaves ``folder`` through a
+    symlink already there (the resolved target must lie inside the resolved folder).
+    """
+    path = Path(relative)
+    if path.is_absolute() or ".." in path.parts or not (folder / path).resolve().is_relative_to(folder.resolve()):
+        raise DownloadError(f"{what} leads outside {folder}; refused")
+
+
+def checked_sums(folder: Path, sums_file: Path) -> dict[str, str]:
+    """The entries of ``sums_file`` (in ``folder``), every path refused unless it stays inside ``folder``."""
+    sums = parse_sums(sums_file.read_text())
+    for path in sums:
+        check_inside(folder, path, f"{sums_file}: entry {path!r}")
+    return sums
+
+
 def selected(source: Source, sums: dict[str, str]) -> tuple[dict[str, str], bool]:
     """The listed files to fetch, and whether they are archives to unpack."""
     loose = {p: h for p, h in sums.items() if any(fnmatch.fnmatch(p, pat) for pat in source.patterns)}
@@ -152,7 +171,7 @@ def download(name: str, root: Path, base: str = PHYSIONET, show_progress: bool =
     folder.mkdir(parents=True, exist_ok=True)
     sums_file = folder / "SHA256SUMS.txt"
     fetch(_url(base, source, "SHA256SUMS.txt"), sums_file, None)
-    files, archives = selected(source, parse_sums(sums_file.read_text()))
+    files, archives = selected(source, checked_sums(folder, sums_file))  # before any file is fetched
     if not files:
         raise DownloadError(f"{_url(base, source, 'SHA256SUMS.txt')} lists no file the {name} loader reads "
                             f"(patterns {list(source.patterns + source.archives)})")
@@ -185,9 +204,7 @@ def unpack(archive: Path, folder: Path) -> None:
     try:
         with zipfile.ZipFile(archive) as zf:
             for member in zf.namelist():
-                target = (folder / member).resolve()
-                if not target.is_relative_to(folder.resolve()):
-                    raise DownloadError(f"{archive.name}: member {member!r} would be written outside {folder}")
+                check_inside(folder, member, f"{archive.name}: member {member!r}")
             zf.extractall(folder)
     except zipfile.BadZipFile as exc:
         raise DownloadError(f"{archive}: not a valid zip archive ({exc})") from exc
@@ -202,7 +219,7 @@ def check(name: str, root: Path) -> dict[str, list[str]]:
     if not sums_file.is_file():
         raise DownloadError(f"{sums_file}: not found; download {name} first (`python -m harness data download "
                             f"{name} --root {root}`)")
-    sums = parse_sums(sums_file.read_text())
+    sums = checked_sums(folder, sums_file)
     files = selected(SOURCES[name], sums)[0] if name in SOURCES else sums
     report: dict[str, list[str]] = {"present": [], "missing": [], "corrupt": []}
     for path, digest in files.items():

@@ -16,13 +16,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from protocols.data import Dataset, DatasetError, Recording
+from protocols.data import FLOAT32_MAX, Dataset, DatasetError, Recording, beyond_float32
 
 MANIFESTS = ("dataset.toml", "dataset.json")
 TOP_FIELDS = {"name", "channels", "sampling_rate", "labels", "allow_missing", "description", "recordings"}
 RECORDING_FIELDS = {"file", "subject", "name"}
 RESERVED_COLUMNS = ("time", "label")
 NUMERIC_NA = ["", "nan", "NaN", "NA"]  # spellings of an empty numeric cell
+RATE_TOLERANCE = 0.01  # a declared sampling_rate may differ from 1 / (median time step) by 1 % (docs/datasets.md)
 
 
 # -- manifest ---------------------------------------------------------------------------------------
@@ -92,11 +93,22 @@ def _check_manifest(manifest: Path, data: dict[str, Any]) -> None:
         for key in ("file", "subject", "name"):
             if (key != "name" or key in rec) and (not isinstance(rec.get(key), str) or not rec.get(key)):
                 raise DatasetError(f"{manifest}: recordings[{i}] needs a non-empty string {key!r}")
+        _check_inside(manifest, i, rec["file"])
         name = _recording_name(rec)
         if name in names:
             raise DatasetError(f"{manifest}: recordings[{names[name]}] and recordings[{i}] are both named "
                                f"{name!r}; give them distinct 'name's")
         names[name] = i
+
+
+def _check_inside(manifest: Path, index: int, file: str) -> None:
+    """Refuse a recording file that resolves outside the dataset folder (``..``, an absolute path, a symlink):
+    a manifest must not make the harness read, score or quote files it was not given."""
+    folder = manifest.parent.resolve()
+    target = (manifest.parent / file).resolve()
+    if not target.is_relative_to(folder):
+        raise DatasetError(f"{manifest}: recordings[{index}] file {file!r} resolves to {target}, outside the "
+                           f"dataset folder {folder}; refused (list files inside the folder)")
 
 
 def _recording_name(entry: dict[str, str]) -> str:
@@ -152,8 +164,31 @@ def _first(mask: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argwhere(mask)[0])
 
 
+def _check_value_range(file: Path, values: np.ndarray, channels: tuple[str, ...]) -> None:
+    """Refuse +-inf and values beyond float32: in a model they become inf, in a training subject they squash
+    the channel's MinMax for every other fold (NaN is a missing value, checked separately)."""
+    huge = beyond_float32(values)
+    if huge.any():
+        ch, row = _first(huge)
+        what = "infinite value" if np.isinf(values[ch, row]) else \
+            f"value {float(values[ch, row])!r} beyond the float32 range (|x| > {FLOAT32_MAX:.7g})"
+        raise DatasetError(f"{file}: {what} in column {channels[ch]!r} at data row {row + 1}")
+
+
+def _check_sampling_rate(file: Path, times: np.ndarray, rate: float | None) -> None:
+    """A declared rate must match the timestamps (median step, RATE_TOLERANCE), else windows of the same
+    sample count would cover different durations in different files."""
+    if rate is None or times.size < 2:
+        return
+    shown = 1.0 / float(np.median(np.diff(times)))
+    if abs(shown / rate - 1.0) > RATE_TOLERANCE:
+        raise DatasetError(f"{file}: the manifest declares sampling_rate = {rate:g} Hz but the 'time' column "
+                           f"shows {shown:.6g} Hz (1 / median time step); they must agree within "
+                           f"{RATE_TOLERANCE:.0%}")
+
+
 def _read_recording(file: Path, entry: dict[str, str], channels: tuple[str, ...],
-                    labels: tuple[str, ...] | None, allow_missing: bool) -> Recording:
+                    labels: tuple[str, ...] | None, allow_missing: bool, rate: float | None) -> Recording:
     frame = _read_table(file, ("time", *channels))
     for column in ("time", *channels):
         if column not in frame.columns:
@@ -169,9 +204,7 @@ def _read_recording(file: Path, entry: dict[str, str], channels: tuple[str, ...]
         raise DatasetError(f"{file}: 'time' is not strictly increasing at data row {row + 2} "
                            f"({times[row]!r} then {times[row + 1]!r})")
     values = np.stack([_numeric(frame, c, file) for c in channels])
-    if np.isinf(values).any():
-        ch, row = _first(np.isinf(values))
-        raise DatasetError(f"{file}: infinite value in column {channels[ch]!r} at data row {row + 1}")
+    _check_value_range(file, values, channels)
     if not allow_missing and np.isnan(values).any():
         ch, row = _first(np.isnan(values))
         raise DatasetError(f"{file}: missing value in column {channels[ch]!r} at data row {row + 1} "
@@ -187,6 +220,7 @@ def _read_recording(file: Path, entry: dict[str, str], channels: tuple[str, ...]
             (row,) = _first(codes == -2)
             raise DatasetError(f"{file}: label {text.iloc[row]!r} at data row {row + 1} (column 'label') "
                                f"is not one of {list(labels)}")
+    _check_sampling_rate(file, times, rate)  # after the per-cell checks, which name a row
     return Recording(subject=entry["subject"], name=_recording_name(entry), values=values, timestamps=times,
                      labels=codes)
 
@@ -200,12 +234,12 @@ def load_folder_dataset(path: Path, **options: Any) -> Dataset:
     _check_manifest(manifest, data)
     channels = tuple(data["channels"])
     labels = tuple(data["labels"]) if data.get("labels") is not None else None
+    rate = float(data["sampling_rate"]) if data.get("sampling_rate") is not None else None
     recordings = tuple(_read_recording(path / entry["file"], entry, channels, labels,
-                                       data.get("allow_missing", False)) for entry in data["recordings"])
-    rate = data.get("sampling_rate")
+                                       data.get("allow_missing", False), rate) for entry in data["recordings"])
     try:
         return Dataset(name=data["name"], channels=channels, recordings=recordings,
-                       sampling_rate=float(rate) if rate is not None else None, label_names=labels,
+                       sampling_rate=rate, label_names=labels,
                        description=data.get("description", f"user dataset from {path}"),
                        metadata={"path": str(path)})
     except DatasetError as exc:

@@ -16,11 +16,16 @@ refuses it (``protocols.splits.loso_folds``: at least two subjects).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from protocols.data import Dataset, DatasetError, Recording
+
+if TYPE_CHECKING:
+    import wfdb
 
 SAME_PERSON = {"202": "201"}
 RECORDS = tuple(str(r) for r in [*range(100, 110), *range(111, 120), 121, 122, 123, 124, 200, 201, 202, 203,
@@ -29,6 +34,52 @@ RECORDS = tuple(str(r) for r in [*range(100, 110), *range(111, 120), 121, 122, 1
 
 
 CHANNELS = ("lead1", "lead2")
+PACKED = {"212": (2, 3), "310": (3, 4), "311": (3, 4)}  # (samples, bytes) of one block of the packed formats
+
+
+def read_header(base: Path) -> wfdb.Record | wfdb.MultiRecord:
+    """The WFDB header ``base.hea``, any wfdb failure a DatasetError naming it."""
+    import wfdb
+
+    try:
+        return wfdb.rdheader(str(base))
+    except Exception as exc:  # wfdb raises many types for malformed headers
+        raise DatasetError(f"{base}.hea: unreadable WFDB header ({type(exc).__name__}: {exc})") from exc
+
+
+def check_signal_files(base: Path, header: wfdb.Record | wfdb.MultiRecord) -> None:
+    """Refuse a signal file whose size is not what the header's length says it must be.
+
+    wfdb turns a short file into a numpy broadcasting error and ignores bytes past the end.  The size of a
+    file is its byte offset + ``sig_len`` x samples per frame of its signals x bytes per sample of its
+    format (a packed format's last block may be written in part or whole).  A multi-segment header has no
+    signal file (its segments are records of their own), and neither compressed (FLAC) files nor headers
+    without ``sig_len`` fix a size.
+    """
+    import wfdb
+    from wfdb.io._signal import BYTES_PER_SAMPLE, COMPRESSED_FMTS  # wfdb's own table of the formats
+
+    if not isinstance(header, wfdb.Record) or header.sig_len is None or not header.file_name:
+        return
+    files: dict[str, tuple[str, int, int]] = {}  # file -> (format, byte offset, samples per frame)
+    for name, fmt, spf, offset in zip(header.file_name, header.fmt, header.samps_per_frame, header.byte_offset):
+        files[name] = (fmt, offset or 0, files.get(name, (fmt, 0, 0))[2] + spf)
+    for name, (fmt, offset, spf) in files.items():
+        if fmt in COMPRESSED_FMTS:
+            continue
+        path = base.parent / name
+        if not path.is_file():
+            raise DatasetError(f"{path}: signal file of record {base.name} is missing")
+        samples, size = PACKED.get(fmt, (1, BYTES_PER_SAMPLE[fmt]))
+        n = header.sig_len * spf
+        fewest, most = offset + math.ceil(n * size / samples), offset + math.ceil(n / samples) * size
+        found = path.stat().st_size
+        if found < fewest:
+            raise DatasetError(f"{path}: truncated: expected {fewest} bytes, found {found} "
+                               f"(header {base.name}.hea: sig_len {header.sig_len}, format {fmt})")
+        if found > most:
+            raise DatasetError(f"{path}: longer than its header says: expected {most} bytes, found {found} "
+                               f"(header {base.name}.hea: sig_len {header.sig_len}, format {fmt})")
 
 
 def holds_records(root: Path | str) -> bool:
@@ -58,6 +109,11 @@ def load(root: Path, records: tuple[str, ...] | None = None, channels: tuple[str
         base = folder / name
         if not (folder / f"{name}.hea").is_file():
             raise DatasetError(f"{base}.hea: missing MIT-BIH record header")
+        header = read_header(base)
+        try:
+            check_signal_files(base, header)
+        except DatasetError as exc:  # names the file and its expected and actual size, not a numpy shape error
+            raise DatasetError(f"{base}: unreadable WFDB record: {exc}") from exc
         try:
             rec = wfdb.rdrecord(str(base))
         except Exception as exc:  # wfdb raises many types for truncated or corrupt files
