@@ -8,7 +8,6 @@ variability and rhythm without any learned representation.
 from __future__ import annotations
 
 import numpy as np
-from scipy.signal import welch
 
 from models.interface import Capabilities, Model, SeriesBatch
 
@@ -23,6 +22,8 @@ class StatisticalFeatures(Model):
         pass
 
     def _embed(self, batch: SeriesBatch) -> np.ndarray:
+        from scipy.signal import welch  # imported on use: `harness list` reads this module's capabilities
+
         x = batch.values  # [B, C, T]
         freqs, power = welch(x, fs=1.0, nperseg=min(64, x.shape[-1]), axis=-1)
         total = power.sum(axis=-1, keepdims=True) + 1e-12

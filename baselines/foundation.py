@@ -33,6 +33,11 @@ WEIGHTS_FILE_ENV = "SOTER_BENCH_WEIGHTS"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
+def is_hub_id(text: str) -> bool:
+    """``ORG/REPO`` as the hub names repositories (not a relative path such as ``./x`` or ``~/x``)."""
+    return bool(_HUB_ID.match(text)) and not text.startswith((".", "~"))
+
+
 @dataclass(frozen=True)
 class Card:
     """A foundation model as the paper compares it, and what it needs to run here."""
@@ -100,7 +105,7 @@ def resolve_weights(card: Card, weights: str | os.PathLike | None) -> str:
         path = Path(text).expanduser()
         if path.exists():
             return str(_validated(card, path))
-        if _HUB_ID.match(text) and not text.startswith((".", "~")):
+        if is_hub_id(text):
             cached = _hub_snapshot(text)
             if cached is not None and _missing(card, cached) is None:
                 return str(cached)

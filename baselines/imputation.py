@@ -7,7 +7,6 @@ models) and evaluates at the query time; none forecasts.
 from __future__ import annotations
 
 import numpy as np
-from scipy.interpolate import CubicSpline
 
 from models.interface import Capabilities, Model, SeriesBatch
 
@@ -60,4 +59,6 @@ class SplineExtrapolation(_PrefixImputer):
     def _at(self, t, v, query):
         if t.size < 3:
             return LinearExtrapolation._at(self, t, v, query)
+        from scipy.interpolate import CubicSpline  # imported on use: `harness list` reads this module
+
         return float(CubicSpline(t, v, bc_type="natural", extrapolate=True)(query))

@@ -7,10 +7,9 @@ import signal
 import sys
 from pathlib import Path
 
-from harness.runner import DEFAULT_OUT, RECORDS_FILE, TASKS, RunConfig, default_models, execute
-from harness.store import read_records
-from harness.figures import task_figures
-from harness.tables import render, task_tables
+from harness.runner import (
+    DEFAULT_OUT, RECORDS_FILE, TASKS, RunConfig, default_models, execute, parse_model_option,
+)
 from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, SpecError, WindowSpec
 
 EXIT_INTERRUPTED = 130
@@ -71,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trust-remote-code", nargs="+", default=[], metavar="MODEL",
                      help="allow these models (Timer, Sundial, TimeMoE, MIRA, Aurora) to run the Python code that "
                           "ships with their checkpoint; review that code first")
+    run.add_argument("--model-option", nargs="+", action="extend", default=[], metavar="NAME.KEY=VALUE",
+                     help="an option for one model's factory, e.g. soter.batch_size=64 or soter.device=cuda "
+                          "(repeatable; VALUE is a Python literal or a string; options are part of the record key)")
     run.add_argument("--rerun", action="store_true", help="recompute rows that are already finished")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -187,6 +189,8 @@ def _parse_weights(items: list[str]) -> tuple[tuple[str, str], ...]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from harness.store import read_records  # pandas: imported on use, so that --help and list start fast
+
     config = RunConfig(
         task=args.task, datasets=tuple(args.dataset), models=tuple(args.models),
         windows=tuple(WindowSpec.parse(w) for w in args.windows) if args.windows else None,
@@ -195,7 +199,7 @@ def _run(args: argparse.Namespace) -> int:
         noise_levels=tuple(args.levels),
         missing_rates=tuple(r / 100 for r in args.rates), budgets=tuple(b / 100 for b in args.budgets),
         rerun=args.rerun, weights=_parse_weights(args.weights), trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
-        data_root=args.data_root,
+        data_root=args.data_root, model_options=tuple(parse_model_option(o) for o in args.model_option),
     )
     summary = execute(config, log=lambda m: print(m, file=sys.stderr))
     frame = read_records(summary.records_path)
@@ -211,12 +215,19 @@ def _run(args: argparse.Namespace) -> int:
 def _publish(frame, task: str, out: Path, models: list[str] | None, datasets: list[str] | None,
              style: str = "text") -> None:
     """Print the task's tables and write them (txt, md, tex) and its figures under ``out``."""
+    from harness.figures import task_figures
+    from harness.tables import render, task_tables
+
     folder = out / "tables"
     folder.mkdir(parents=True, exist_ok=True)
+    model_notes: dict[str, None] = {}  # printed once per run, after every table (each file keeps its own)
     for stem, table in task_tables(frame, task, models, datasets):
-        print(render(table, style))
+        print(render(table, style, with_model_notes=False))
+        model_notes.update(dict.fromkeys(table.model_notes))
         for fmt, ext in (("text", "txt"), ("markdown", "md"), ("latex", "tex")):
             (folder / f"{stem}.{ext}").write_text(render(table, fmt))
+    for note in model_notes:
+        print(f"note: {note}")
     for path in task_figures(frame, task, out / "figures"):
         if path.suffix == ".png":
             print(f"figure: {path}")
@@ -235,6 +246,7 @@ def _repair(path: Path) -> int:
 
 
 def _table(args: argparse.Namespace) -> int:
+    from harness.store import read_records
     from models.registry import all_specs
 
     frame = read_records(Path(args.out) / RECORDS_FILE)

@@ -1,12 +1,50 @@
-"""Figures from records (matplotlib, PNG and PDF): pure plotting of pooled results."""
+"""Figures from records (matplotlib, PNG and PDF): the task tables' cells, drawn.
+
+Every point is a cell of the task's table (:mod:`harness.tables`: mean and sample std over
+replicates, x ``SCALE``), so a figure and its table show the same numbers in the same unit, which
+every y-axis label states ("RMSE (x100, normalised)").  The legend sits outside the axes, so it
+covers no data; each model has its own hollow marker, marker size and line style, so lines that
+coincide stay distinguishable, and a note under the figure names the models whose lines coincide
+exactly.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from harness.tables import _condition_value, conditions, pooled
+from harness.tables import SCALE, Column, Table, _condition_value, condition_tables, conditions, label_efficiency_table
+
+UNIT = f"x{SCALE:g}"
+MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "h", "p")
+LINESTYLES = ("-", "--", ":", "-.")
+FIGURE_NAMES = {"imputation": "imputation_rmse_vs_missing_rate", "noise": "noise_robustness",
+                "classification": "label_efficiency"}
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One model's line: the table's mean and std at each x where the table has a number."""
+
+    model: str
+    x: tuple[float, ...]
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One axes: what it plots and how its axes read (units in ``ylabel``)."""
+
+    title: str
+    xlabel: str
+    ylabel: str
+    curves: tuple[Curve, ...]
+    tick_format: str | None = None  # ticks at the conditions, labelled so ("{:g}%"); None: matplotlib's
+    log_x: bool = False
 
 
 def _plt():
@@ -26,83 +64,145 @@ def _save(fig, path: Path) -> list[Path]:
     return out
 
 
-def _log_if_wide(ax, values: pd.Series) -> None:
-    """A log axis when one model's errors dwarf the others' (more than 20x apart)."""
-    v = values[values > 0]
-    if len(v) and v.max() / v.min() > 20:
-        ax.set_yscale("log")
+def _curves(points: list[tuple[float, Table, Column]]) -> tuple[Curve, ...]:
+    """A curve per model through ``column`` of ``table`` at each ``x``: the table's own cells, so the
+    figure cannot disagree with it (unavailable or failed cells are left out)."""
+    models = list(dict.fromkeys(m for _, table, _ in points for m in table.models))
+    out = []
+    for model in models:
+        cells = [(x, table.entries.get((model, col))) for x, table, col in points]
+        cells = [(x, e) for x, e in cells if e is not None and e.status == "ok" and np.isfinite(e.mean)]
+        if cells:
+            out.append(Curve(model, tuple(x for x, _ in cells), tuple(e.mean for _, e in cells),
+                             tuple(e.std if np.isfinite(e.std) else 0.0 for _, e in cells)))
+    return tuple(out)
 
 
-def error_curves(frame: pd.DataFrame, task: str, out_dir: Path, metrics: tuple[str, ...]) -> list[Path]:
-    """Error against the condition level (missing rate, noise beta): a line per model, a panel per
-    dataset and metric; points are means over replicates, bars their std."""
-    per = pooled(frame, task)
-    if per.empty:
-        return []
-    per = per[per["complete"]]
-    datasets = list(dict.fromkeys(per["dataset"]))
-    plt = _plt()
-    fig, axes = plt.subplots(len(metrics), len(datasets), figsize=(4.2 * len(datasets), 3.2 * len(metrics)),
-                             squeeze=False)
-    for j, ds in enumerate(datasets):
-        for i, metric in enumerate(metrics):
-            ax = axes[i][j]
-            for model, g in per[per["dataset"] == ds].groupby("model", sort=False):
-                stats = g.groupby("condition")[metric].agg(["mean", "std"]).reset_index()
-                stats["x"] = stats["condition"].map(_condition_value)
-                stats = stats.sort_values("x")
-                ax.errorbar(stats["x"], stats["mean"], yerr=stats["std"].fillna(0), marker="o", ms=3,
-                            capsize=2, label=model)
-            ax.set_title(f"{ds}")
-            _log_if_wide(ax, per[per["dataset"] == ds][metric])
-            ax.set_xlabel({"imputation": "missing rate (%)", "noise": "noise level beta"}[task])
-            ax.set_ylabel(f"{metric.upper()} (normalised)")
-            ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    name = {"imputation": "imputation_rmse_vs_missing_rate", "noise": "noise_robustness"}[task]
-    paths = _save(fig, out_dir / name)
-    plt.close(fig)
-    return paths
+def error_panels(frame: pd.DataFrame, task: str, metrics: tuple[str, ...]) -> list[list[Panel]]:
+    """Imputation and noise: a row per metric, a column per dataset; each point is the cell of the
+    condition's table (the same numbers as ``tables/<task>_<condition>``)."""
+    tables = [(_condition_value(c), t) for c, t in condition_tables(frame, task)]
+    datasets = list(dict.fromkeys(c.group for _, t in tables for c in t.columns))
+    xlabel, ticks = {"imputation": ("missing rate", "{:g}%"), "noise": ("noise level beta", None)}[task]
+    grid = [[Panel(ds, xlabel, f"{metric} ({UNIT}, normalised)",
+                   _curves([(x, t, Column(ds, metric)) for x, t in tables]), ticks)
+             for ds in datasets] for metric in metrics]
+    return _drop_empty_columns(grid)
 
 
-def label_efficiency(frame: pd.DataFrame, out_dir: Path) -> list[Path]:
-    rows = frame[(frame["task"] == "classification") & (frame["status"] == "ok")]
+def label_efficiency_panels(frame: pd.DataFrame) -> list[list[Panel]]:
+    """Classification with two or more label budgets: Macro-F1 and Macro-AUROC (x100) against the
+    budget, each point the cell of ``tables/label_efficiency_<dataset>``."""
+    rows = frame[frame["task"] == "classification"]
     budgets = conditions(rows, "classification")
     if len(budgets) < 2:
         return []
+    tables = {ds: label_efficiency_table(frame, ds) for ds in dict.fromkeys(rows["dataset"])}
+    grid = [[Panel(ds, "training labels used", f"{label} ({UNIT})",
+                   _curves([(_condition_value(b), table, Column(b.split("=")[-1], label, True)) for b in budgets]),
+                   "{:g}%", log_x=True)
+             for ds, table in tables.items()] for label in ("Macro-F1", "Macro-AUROC")]
+    return _drop_empty_columns(grid)
+
+
+def _drop_empty_columns(grid: list[list[Panel]]) -> list[list[Panel]]:
+    """Datasets with no number in any panel get no column (a figure with none is not drawn)."""
+    keep = [j for j in range(len(grid[0]) if grid else 0) if any(row[j].curves for row in grid)]
+    return [[row[j] for j in keep] for row in grid] if keep else []
+
+
+EXACT, CLOSE = 1e-9, 0.02  # relative differences: "identical" and "hard to tell apart"
+
+
+def coinciding(curves: tuple[Curve, ...], rtol: float = EXACT) -> list[list[str]]:
+    """Groups of two or more models whose lines agree at every x to ``rtol`` relative (the default:
+    identical): drawn on top of each other, they need saying."""
+    groups: list[list[Curve]] = []
+    for c in curves:
+        for g in groups:
+            if g[0].x == c.x and np.allclose(g[0].mean, c.mean, rtol=rtol, atol=0.0):
+                g.append(c)
+                break
+        else:
+            groups.append([c])
+    return [[c.model for c in g] for g in groups if len(g) > 1]
+
+
+def _style(i: int) -> dict:
+    """Model i's colour, hollow marker, marker size and line style: coinciding lines still show each
+    marker (smaller shapes nest inside larger ones) and alternate dashes."""
+    return dict(color=f"C{i % 10}", marker=MARKERS[i % len(MARKERS)], ls=LINESTYLES[i % len(LINESTYLES)],
+                ms=9 - 0.5 * (i % 10), mfc="none", mew=1.1, lw=1.2, capsize=2)
+
+
+def _draw_panel(ax, panel: Panel, styles: dict[str, dict]) -> None:
+    for curve in panel.curves:
+        ax.errorbar(curve.x, curve.mean, yerr=curve.std, label=curve.model, **styles[curve.model])
+    if panel.log_x:
+        ax.set_xscale("log")
+    if panel.tick_format:
+        xs = sorted({x for c in panel.curves for x in c.x})
+        ax.set_xticks(xs, [panel.tick_format.format(x) for x in xs])
+        ax.set_xticks([], minor=True)
+    means = np.array([m for c in panel.curves for m in c.mean])
+    positive = means[means > 0]
+    if positive.size and positive.max() / positive.min() > 20:  # one model's errors dwarf the others'
+        from matplotlib.ticker import FuncFormatter
+
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # 10 and 100, not 10^1 and 10^2
+    ax.set_title(panel.title)
+    ax.set_xlabel(panel.xlabel)
+    ax.set_ylabel(panel.ylabel)
+    ax.grid(alpha=0.3)
+
+
+def draw(grid: list[list[Panel]]):
+    """The figure of a grid of panels; the legend right of the axes, notes on coinciding lines below."""
     plt = _plt()
-    datasets = list(dict.fromkeys(rows["dataset"]))
-    fig, axes = plt.subplots(2, len(datasets), figsize=(4.2 * len(datasets), 6.4), squeeze=False)
-    for j, ds in enumerate(datasets):
-        for i, (metric, label) in enumerate((("macro_f1", "Macro-F1"), ("macro_auroc", "Macro-AUROC"))):
-            ax = axes[i][j]
-            for model, g in rows[rows["dataset"] == ds].groupby("model", sort=False):
-                stats = g.groupby("condition")[metric].agg(["mean", "std"]).reset_index()
-                stats["x"] = stats["condition"].map(_condition_value)
-                stats = stats.sort_values("x")
-                ax.errorbar(stats["x"], 100 * stats["mean"], yerr=100 * stats["std"].fillna(0), marker="o",
-                            ms=3, capsize=2, label=model)
-            ax.set_xscale("log")
-            ax.set_title(ds)
-            ax.set_xlabel("training labels used (%)")
-            ax.set_ylabel(f"{label} (x100)")
-            ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7, loc="best")
+    rows, cols = len(grid), len(grid[0])
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    panels = [p for row in grid for p in row]
+    models = list(dict.fromkeys(c.model for p in panels for c in p.curves))
+    styles = {m: _style(i) for i, m in enumerate(models)}
+    exact, close = [], []
+    for ax, panel in zip(axes.flat, panels):
+        _draw_panel(ax, panel, styles)
+        what = f"{panel.title}, {panel.ylabel.split(' (')[0]}" if len(panels) > 1 else panel.title
+        same = coinciding(panel.curves)
+        exact += [f"{what}: {' = '.join(group)}" for group in same]
+        close += [f"{what}: {', '.join(group)}" for group in coinciding(panel.curves, CLOSE) if group not in same]
     fig.tight_layout()
-    paths = _save(fig, out_dir / "label_efficiency")
-    plt.close(fig)
-    return paths
+    handles: dict[str, object] = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle[0])  # the errorbar's data line: marker and dashes, no bar
+    fig.legend(list(handles.values()), list(handles), loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8,
+               title="model", title_fontsize=8)
+    notes = (["Lines that coincide exactly (drawn on top of each other):", *exact] if exact else []) + (
+        [f"Lines within {CLOSE:.0%} of each other at every point (told apart by marker and dashes):", *close]
+        if close else [])
+    if notes:
+        fig.text(0.01, 0.0, "\n".join(notes), ha="left", va="top", fontsize=8)
+    return fig
 
 
 def task_figures(frame: pd.DataFrame, task: str, out_dir: Path) -> list[Path]:
+    """The task's figure (PNG and PDF) under ``out_dir``; none when the records support none."""
     if task == "imputation":
-        return error_curves(frame, task, out_dir, ("rmse",))
-    if task == "noise":
-        return error_curves(frame, task, out_dir, ("rmse", "mae"))
-    if task == "classification":
-        return label_efficiency(frame, out_dir)
-    return []
+        grid = error_panels(frame, task, ("RMSE",))
+    elif task == "noise":
+        grid = error_panels(frame, task, ("RMSE", "MAE"))
+    elif task == "classification":
+        grid = label_efficiency_panels(frame)
+    else:
+        return []
+    if not grid:
+        return []
+    fig = draw(grid)
+    paths = _save(fig, out_dir / FIGURE_NAMES[task])
+    _plt().close(fig)
+    return paths
 
 
-__all__ = ["task_figures"]
+__all__ = ["FIGURE_NAMES", "task_figures"]

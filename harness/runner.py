@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from harness.cells import Cell, run_cell
 from harness.executor import make_executor
+from harness.progress import Progress
 from harness.store import RecordStore, row_key
 from models.registry import all_specs, get_spec
 from protocols.classification import RANDOM_BASELINE, check_classifiable
@@ -20,7 +19,7 @@ from protocols.data import dataset_fingerprint
 from protocols.datasets import all_datasets, is_path_like, load_dataset, resolve_data_root
 from protocols.specs import (
     LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, PAPER_WINDOWS, RUN_SEEDS, ClassificationSpec, ForecastingSpec,
-    ImputationSpec, NoiseSpec, SamplingSpec, WindowSpec,
+    ImputationSpec, NoiseSpec, SamplingSpec, SpecError, WindowSpec,
 )
 from protocols.splits import loso_folds
 
@@ -52,6 +51,7 @@ class RunConfig:
     rerun: bool = False  # recompute rows that are already finished
     weights: tuple[tuple[str, str], ...] = ()  # (model, directory)
     trust_remote_code: tuple[str, ...] = ()  # models allowed to run the Python code of their checkpoint
+    model_options: tuple[tuple[str, str, Any], ...] = ()  # (model, key, value): --model-option NAME.KEY=VALUE
     progress: bool = True
     data_root: Path | None = None  # --data-root; else $SOTER_BENCH_DATA
 
@@ -131,7 +131,73 @@ def _model_options(config: RunConfig, model: str) -> tuple[tuple[str, Any], ...]
             opts["weights"] = directory
     if model in config.trust_remote_code:
         opts["trust_remote_code"] = True
+    opts.update({key: value for name, key, value in config.model_options if name == model})
     return tuple(sorted(opts.items()))
+
+
+# options the harness passes itself, and the flag that sets each
+HARNESS_OPTIONS = {"seed": "--seeds (they vary the protocol; the model's own seed is fixed at 0)",
+                   "weights": "--weights NAME=DIR", "trust_remote_code": "--trust-remote-code NAME"}
+_OPTION_TYPES = (bool, int, float, str, type(None))  # hashable: options are part of a cell and a cache key
+
+
+def parse_model_option(item: str) -> tuple[str, str, Any]:
+    """``NAME.KEY=VALUE`` -> (NAME, KEY, VALUE). NAME is split off at the last dot before ``=``: model
+    names may hold dots (timesfm-2.5) but KEY is a Python identifier, which cannot. VALUE is a Python
+    literal when it parses as one (8, 0.5, True, None, 'x'), else the string as given."""
+    target, sep, text = item.partition("=")
+    name, dot, key = target.rpartition(".")
+    if not sep or not dot or not name or not key.isidentifier() or not text:
+        raise SpecError(f"--model-option expects NAME.KEY=VALUE, got {item!r}")
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return name, key, text
+    if not isinstance(value, _OPTION_TYPES):
+        raise SpecError(f"--model-option {item!r}: VALUE must be a number, True/False/None or a string, "
+                        f"not a {type(value).__name__}")
+    return name, key, value
+
+
+def _check_model_options(config: RunConfig, model_names: tuple[str, ...]) -> None:
+    """Every --model-option names a model of this run and an option its factory declares, before any work
+    starts: a factory's ``**_`` would swallow a misspelt key and the run would use the default unnoticed.
+    Only the models given options are inspected (that imports their module)."""
+    seen: set[tuple[str, str]] = set()
+    declared: dict[str, tuple[str, ...]] = {}
+    for model, key, _ in config.model_options:
+        what = f"--model-option {model}.{key}"
+        if key in HARNESS_OPTIONS:
+            raise SpecError(f"{what}: {key} is set by the harness; use {HARNESS_OPTIONS[key]}")
+        get_spec(model)  # unknown model: its own clear error
+        if model not in model_names:
+            raise SpecError(f"{what}: {model} is not among this run's models ({', '.join(model_names)})")
+        if (model, key) in seen:
+            raise SpecError(f"{what} is given twice")
+        seen.add((model, key))
+        if model not in declared:
+            try:
+                names = get_spec(model).option_names()
+            except ImportError as exc:
+                raise SpecError(f"{what}: cannot read {model}'s options, its code does not import: {exc}") from exc
+            declared[model] = tuple(n for n in names if n not in HARNESS_OPTIONS)
+        if key not in declared[model]:
+            valid = declared[model]
+            raise SpecError(f"{what}: {model} has no option {key!r}; "
+                            + (f"its options: {', '.join(valid)}" if valid else f"{model} takes no options"))
+
+
+def _check_weights_path(model: str, value: str) -> None:
+    """A ``--weights`` path that does not exist is a usage error now, not rows of `unavailable` later.
+    Foundation models may also name a hub repository (ORG/REPO), which their library downloads."""
+    if Path(value).expanduser().exists():
+        return
+    from baselines.foundation import CARDS, is_hub_id
+
+    if model in CARDS and is_hub_id(value):
+        return
+    raise SpecError(f"--weights {model}={value}: {Path(value).expanduser()} does not exist"
+                    + (" (and it is not a hub id ORG/REPO)" if model in CARDS else ""))
 
 
 def _task_points(config: RunConfig, spec) -> list[tuple[str, str, float | None]]:
@@ -152,10 +218,12 @@ def plan(config: RunConfig) -> tuple[list[tuple[Cell, dict[str, object]]], RunSu
     for name in model_names:
         if name != RANDOM_BASELINE:
             get_spec(name)  # unknown model: a clear error now, not per cell
-    for name, _ in config.weights:
+    for name, directory in config.weights:
         get_spec(name)
+        _check_weights_path(name, directory)
     for name in config.trust_remote_code:
         get_spec(name)
+    _check_model_options(config, tuple(model_names))
     summary = RunSummary(records_path=config.records_path)
     cells: list[tuple[Cell, dict[str, object]]] = []
     identities: dict[str, str] = {}  # model -> digest of its weights and options (part of the row key)
@@ -217,10 +285,11 @@ def execute(config: RunConfig, log=print) -> RunSummary:
     for model, reason in unavailable.items():
         if reason:
             log(f"[unavailable] {model}: {reason}")
+    pending = _cost_probes_first(pending, store.seconds_by_model(config.task))
     fields_of = {cell: fields for cell, fields in pending}
     executor = make_executor(config.jobs)
-    bar = tqdm(total=len(pending), desc=f"{config.task}", unit="cell", disable=not config.progress or not pending,
-               file=sys.stderr)
+    bar = Progress(config.task, [c.model for c, _ in pending], store.seconds_by_model(config.task),
+                   enabled=config.progress)
 
     def not_done_elsewhere():
         """Cells in order, minus those another run into the same --out finished meanwhile."""
@@ -229,8 +298,9 @@ def execute(config: RunConfig, log=print) -> RunSummary:
                 store.refresh()
                 if store.is_done(str(fields["key"])):
                     summary.skipped_done += 1
-                    bar.update(1)
+                    bar.skipped(cell.model)
                     continue
+            bar.running(cell.model, str(fields["dataset"]), cell.window)
             yield cell
 
     try:
@@ -239,7 +309,8 @@ def execute(config: RunConfig, log=print) -> RunSummary:
             store.write({**fields, **result, "code_version": version,
                          "finished_at": _now()})
             summary.ran += 1
-            bar.update(1)
+            seconds = result.get("seconds")
+            bar.finished(cell.model, float(seconds) if isinstance(seconds, (int, float)) else None)
     finally:
         bar.close()
         executor.close()
@@ -248,6 +319,22 @@ def execute(config: RunConfig, log=print) -> RunSummary:
         status = row["status"] if row else "missing"
         summary.status_counts[status] = summary.status_counts.get(status, 0) + 1
     return summary
+
+
+def _cost_probes_first(pending: list[tuple[Cell, dict[str, object]]],
+                              measured: dict[str, list[float]]) -> list[tuple[Cell, dict[str, object]]]:
+    """Run two cells of every model whose cost is unknown first (the first one pays for loading the
+    model), so the time-left estimate knows every model's cost after a few cells. Records do not
+    depend on the order; each such model loads once more."""
+    first: dict[str, list[int]] = {}
+    for i, (cell, _) in enumerate(pending):
+        if cell.model not in measured and len(first.setdefault(cell.model, [])) < 2:
+            first[cell.model].append(i)
+    if len(first) < 2:
+        return pending
+    early = [i for idx in first.values() for i in idx]
+    taken = set(early)
+    return [pending[i] for i in early] + [p for i, p in enumerate(pending) if i not in taken]
 
 
 def _now() -> str:

@@ -22,10 +22,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported on use: `python -m harness --help` does not need it
+    import pandas as pd
 
 COLUMNS: tuple[str, ...] = (
     "key", "task", "dataset", "fold", "window", "condition", "model", "seed", "protocol",
@@ -99,6 +101,14 @@ class RecordStore:
     def is_done(self, key: str) -> bool:
         row = self._rows.get(key)
         return row is not None and row["status"] == "ok"
+
+    def seconds_by_model(self, task: str) -> dict[str, list[float]]:
+        """Seconds of the finished cells of ``task`` per model: what earlier runs measured (progress estimates)."""
+        out: dict[str, list[float]] = {}
+        for row in self._rows.values():
+            if row["task"] == task and row["status"] == "ok" and row["seconds"]:
+                out.setdefault(row["model"], []).append(float(row["seconds"]))
+        return out
 
     def frame(self) -> pd.DataFrame:
         """Current rows (the latest per key) as a DataFrame with typed metric columns."""
@@ -223,6 +233,8 @@ def _csv_line(values) -> str:
 
 
 def rows_to_frame(rows: list[dict[str, str]]) -> pd.DataFrame:
+    import pandas as pd
+
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     for col in NUMERIC:
         # Python's float() round-trips repr() exactly; pandas' fast parser does not
@@ -233,11 +245,24 @@ def rows_to_frame(rows: list[dict[str, str]]) -> pd.DataFrame:
 
 
 def read_records(path: Path) -> pd.DataFrame:
-    """Rows of a records file (latest per key), for tables and analysis."""
+    """Rows of a records file for tables and analysis: the latest row of every cell.
+
+    A cell (the key fields) may have rows under several keys: the same model run with other weights
+    or options (``--weights``, ``--model-option``). Tables must not pool those, so only the row
+    written last is kept (``finished_at``, then file order); the others stay in the file.
+    """
     path = Path(path)
     if not path.exists():
         raise RecordStoreError(f"no records file at {path}; run `python -m harness run ...` first")
-    return RecordStore(path).frame()
+    return latest_per_cell(RecordStore(path).frame())
+
+
+def latest_per_cell(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell (``KEY_FIELDS``): the one written last."""
+    order = frame.reset_index(drop=True).assign(_pos=lambda f: range(len(f)))
+    order = order.sort_values(["finished_at", "_pos"], kind="stable")
+    return order.drop_duplicates(list(KEY_FIELDS), keep="last").sort_values("_pos").drop(columns="_pos") \
+        .reset_index(drop=True)
 
 
 # -- repair -------------------------------------------------------------------

@@ -50,6 +50,10 @@ class Table:
     models: tuple[str, ...]
     entries: dict[tuple[str, Column], Entry]
     notes: tuple[str, ...] = ()
+    model_notes: tuple[str, ...] = ()  # how a model was run (registry notes): printed once per run by the CLI
+
+    def all_notes(self, with_model_notes: bool = True) -> tuple[str, ...]:
+        return self.notes + (self.model_notes if with_model_notes else ())
 
 
 # -- error tables -----------------------------------------------------------------------
@@ -115,7 +119,7 @@ def error_table(frame: pd.DataFrame, task: str, condition: str | None = None, mo
                 notes.append(f"{model} on {ds}: {len(ok)}/{len(g)} {REPLICATE_WORDS[task]} complete"
                              + (f" ({reason})" if reason else ""))
     measured = [m for m in models if any(e.status == "ok" for (name, _), e in entries.items() if name == m)]
-    return Table(caption, columns, tuple(models), entries, tuple(notes) + model_notes(measured))
+    return Table(caption, columns, tuple(models), entries, tuple(notes), model_notes(measured))
 
 
 def model_notes(models) -> tuple[str, ...]:
@@ -209,7 +213,12 @@ def classification_table(frame: pd.DataFrame, budget: str = "budget=100%", model
                           for n in _notes(d)}))
     caption = (f"Linear-probe classification ({budget.split('=')[-1]} of the training labels): Macro-F1 and "
                "Macro-AUROC x100 on pooled LOSO predictions, mean ± std over seeds.")
-    return Table(caption, tuple(columns), tuple(models), entries, notes)
+    return Table(caption, tuple(columns), tuple(models), entries, notes, model_notes(_measured(entries)))
+
+
+def _measured(entries: dict[tuple[str, Column], Entry]) -> list[str]:
+    """Models with at least one number in the table, in first-seen order."""
+    return list(dict.fromkeys(m for (m, _), e in entries.items() if e.status == "ok"))
 
 
 def label_efficiency_table(frame: pd.DataFrame, dataset: str, models: list[str] | None = None) -> Table:
@@ -226,7 +235,7 @@ def label_efficiency_table(frame: pd.DataFrame, dataset: str, models: list[str] 
                 if e is not None:
                     entries[(model, col)] = e
     caption = f"Label efficiency on {dataset}: frozen linear probes with a share of the training labels, x100."
-    return Table(caption, tuple(columns), tuple(models), entries)
+    return Table(caption, tuple(columns), tuple(models), entries, (), model_notes(_measured(entries)))
 
 
 def _notes(details: str) -> list[str]:
@@ -257,7 +266,8 @@ def _cell(entry: Entry | None, style: str, rank: int | None) -> str:
     if entry.status != "ok":
         return entry.status
     mean = f"{entry.mean:.2f}"
-    std = f"{entry.std:.2f}" if np.isfinite(entry.std) else None
+    # a spread needs two samples: one window or one seed has none, and "±0.00" would claim zero variance
+    std = f"{entry.std:.2f}" if entry.replicates > 1 and np.isfinite(entry.std) else None
     dagger = {"text": "+", "markdown": "†", "latex": r"^{\dagger}"}[style] if entry.partial else ""
     if style == "text":
         return f"{mean}±{std}{dagger}" if std else f"{mean}{dagger}"
@@ -268,24 +278,27 @@ def _cell(entry: Entry | None, style: str, rank: int | None) -> str:
     return rf"${mean}_{{\pm {std}}}{dagger}$" if std else rf"${mean}{dagger}$"
 
 
-def render(table: Table, style: str = "text") -> str:
+TEXT_WIDTH = 100  # text tables (terminal, .txt) fit this many columns; Markdown and LaTeX stay wide
+
+
+def render(table: Table, style: str = "text", with_model_notes: bool = True) -> str:
+    """The table as text, Markdown or LaTeX. ``with_model_notes=False`` leaves out the registry's model
+    notes (the CLI prints them once per run instead of under each of a task's tables)."""
     if style not in ("text", "markdown", "latex"):
         raise ValueError(f"unknown table style {style!r}")
     ranks = _ranks(table)
+    notes = table.all_notes(with_model_notes)
     header = ["Model"] + [f"{c.group} {c.label}" for c in table.columns]
     body = [[model] + [_cell(table.entries.get((model, c)), style, ranks.get((model, c))) for c in table.columns]
             for model in table.models]
     if style == "text":
-        widths = [max(len(r[i]) for r in [header] + body) for i in range(len(header))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header] + body]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-        return "\n".join([table.caption, *lines, *[f"+ {n}" for n in table.notes]]) + "\n"
+        return _render_text(table.caption, header, body, notes)
     if style == "markdown":
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(r) + " |" for r in body]
         out = [table.caption + " Best **bold**, second <u>underlined</u>.", "", *lines]
-        if table.notes:
-            out += ["", *[f"† {n}" for n in table.notes]]
+        if notes:
+            out += ["", *[f"† {n}" for n in notes]]
         return "\n".join(out) + "\n"
     groups: list[tuple[str, int]] = []
     for c in table.columns:
@@ -303,6 +316,33 @@ def render(table: Table, style: str = "text") -> str:
         r"\bottomrule", r"\end{tabular}", r"\end{table}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _render_text(caption: str, header: list[str], body: list[list[str]], notes: tuple[str, ...],
+                 width: int = TEXT_WIDTH) -> str:
+    """Aligned columns no wider than ``width``: columns that do not fit go to a further block that
+    repeats the model column; caption and notes are wrapped."""
+    import textwrap
+
+    rows = [header] + body
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    blocks: list[list[int]] = [[]]
+    used = widths[0]
+    for i in range(1, len(header)):
+        if blocks[-1] and used + 2 + widths[i] > width:
+            blocks.append([])
+            used = widths[0]
+        blocks[-1].append(i)
+        used += 2 + widths[i]
+    out = textwrap.wrap(caption, width) if caption else []
+    for n, block in enumerate(blocks):
+        cols = [0, *block]
+        lines = ["  ".join(row[i].ljust(widths[i]) for i in cols).rstrip() for row in rows]
+        lines.insert(1, "  ".join("-" * widths[i] for i in cols))
+        out += ([""] if n else []) + lines
+    for note in notes:
+        out += textwrap.wrap(note, width, initial_indent="+ ", subsequent_indent="  ")
+    return "\n".join(out) + "\n"
 
 
 def _tex(text: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,12 @@ NEEDS_PACKAGE = "needs package"
 NEEDS_ENVIRONMENT = "needs environment"
 NEEDS_FLAG = "needs flag"
 NEEDS_CODE = "needs code"  # a model whose code is not on PyPI: the user points at a checkout of it
+
+
+# factory parameters that say which model a registered name stands for (its card, worker, environment, name):
+# another value is another model, registered under its own name, so they are no user options
+REGISTRATION_OPTIONS = frozenset({"name", "card", "env", "worker", "worker_options"})
+_NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
 class Unavailable(str):
@@ -63,6 +70,8 @@ class ModelSpec:
     # why ``requires`` cannot be installed beside this project (it then needs its own environment)
     environment: str | None = None
     capabilities: Capabilities | None = None  # for `harness list`; default: the factory class's
+    # capabilities known only once loaded (they depend on the options, e.g. SOTER's per-channel mode)
+    capabilities_on_load: bool = False
     default: bool = True  # part of the default model set of each task in ``tasks``
     tasks: tuple[str, ...] = ("forecasting", "imputation", "noise")  # tasks the model takes part in
     options: dict[str, Any] = field(default_factory=dict)
@@ -107,15 +116,25 @@ class ModelSpec:
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
     def model_capabilities(self) -> Capabilities | None:
-        """Declared capabilities, else the factory class's (imports the factory's module only)."""
+        """Declared capabilities, else the factory class's (imports the factory's module only); None
+        for a model whose capabilities depend on its options (``capabilities_on_load``)."""
         if self.capabilities is not None:
             return self.capabilities
+        if self.capabilities_on_load:
+            return None  # and `harness list` need not import the factory's module (SOTER's: torch, ~2 s)
         try:
             target = _resolve(self.factory)
         except ImportError:
             return None
         caps = getattr(target, "capabilities", None)
         return caps if isinstance(caps, Capabilities) else None
+
+    def option_names(self) -> tuple[str, ...]:
+        """The options the factory names explicitly (sorted), minus ``REGISTRATION_OPTIONS``. A ``**kwargs``
+        catch-all declares nothing: many factories take ``**_``, which would swallow a misspelt option.
+        Imports the factory's module (for SOTER: torch), so call it only when options are given."""
+        params = inspect.signature(_resolve(self.factory)).parameters.values()
+        return tuple(sorted(p.name for p in params if p.kind in _NAMED and p.name not in REGISTRATION_OPTIONS))
 
     def load(self, **options: Any) -> Model:
         reason = self.unavailable_reason(**options)

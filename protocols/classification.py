@@ -13,10 +13,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import f1_score, roc_auc_score
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 
 from models import interface
 from models.interface import Model, SeriesBatch
@@ -101,6 +97,10 @@ class PooledPredictions:
 def probe_fold(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, n_classes: int,
                max_iter: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Labels and class probabilities [N, n_classes] (0 for classes absent from training)."""
+    from sklearn.linear_model import LogisticRegression  # sklearn (with scipy, pandas) takes ~1.5 s to import
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
     probe = make_pipeline(StandardScaler(),
                           LogisticRegression(max_iter=max_iter, random_state=seed))
     probe.fit(x_train, y_train)
@@ -117,6 +117,8 @@ def random_fold(n_test: int, classes: np.ndarray, n_classes: int, rng: np.random
 def macro_scores(y_true: np.ndarray, y_pred: np.ndarray, proba: np.ndarray) -> tuple[float, float, list[str]]:
     """Macro-F1 over the classes present in truth or prediction; one-vs-rest Macro-AUROC over
     the classes that have positives and negatives in the pooled test set (others reported)."""
+    from sklearn.metrics import f1_score, roc_auc_score
+
     notes = []
     f1 = float(f1_score(y_true, y_pred, average="macro", labels=np.union1d(y_true, y_pred), zero_division=0))
     aucs = []

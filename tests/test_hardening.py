@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
-from harness.store import COLUMNS, RecordStore, RecordStoreError, read_records, repair_store, row_key
+from harness.store import COLUMNS, RecordStore, RecordStoreError, read_records, row_key
 from protocols.datasets.folder import write_folder_dataset
 from tests.conftest import make_dataset
 

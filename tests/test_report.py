@@ -104,22 +104,82 @@ def test_report_never_crashes_and_lists_what_it_could_not_produce(tmp_path):
     results = tmp_path / "run"
     results.mkdir()
     fixed_records().to_csv(results / "records.csv", index=False)
-    report = write_report(results, tmp_path / "out").read_text()
+    report = write_report(results, tmp_path / "out").path.read_text()
     assert "tab:main_results: 2 of 252 cells compared" in report  # SOTER's RMSE and MAE on MIT-BIH
     assert "tab:ablation: needs the ablation study" in report
     assert "figure: gate similarity: needs a trained SOTER" in report
     assert (tmp_path / "out" / "tables" / "forecasting.tex").is_file()
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert "tab:main_results: this run has no records" in write_report(empty, tmp_path / "out2").read_text()
+    assert "tab:main_results: this run has no records" in write_report(empty, tmp_path / "out2").path.read_text()
 
 
 def test_a_models_note_appears_once_and_only_under_its_numbers():
     frame = fixed_records()
     (_, table), = task_tables(frame, "forecasting")
-    assert sum("soter: forecasts decoded per query" in n for n in table.notes) == 1
-    assert not any(n.startswith("tirex") and "decoded" in n for n in table.notes)
+    assert sum("soter: forecasts decoded per query" in n for n in table.all_notes()) == 1
+    assert not any(n.startswith("tirex") and "decoded" in n for n in table.all_notes())
     unavailable = frame.copy()
     unavailable.loc[unavailable["model"] == "soter", "status"] = "unavailable"
     (_, table), = task_tables(unavailable, "forecasting")
-    assert not any("decoded per query" in n for n in table.notes)
+    assert not any("decoded per query" in n for n in table.all_notes())
+
+
+def imputation_records() -> pd.DataFrame:
+    """Last value on MIT-BIH at 25% missing, three seeds of two folds each."""
+    rows = [_row(task="imputation", dataset="mitbih", fold=fold, window="96", condition="missing=25%",
+                 model="last-value", seed=seed, status="ok", sse=(0.05 + 0.01 * seed) ** 2 * 80,
+                 sae=0.6 * (0.05 + 0.01 * seed) * 80, n_points=80)
+            for seed in (0, 1, 2) for fold in ("100", "101")]
+    frame = pd.DataFrame(rows)
+    frame["key"] = [f"i{i}" for i in range(len(frame))]
+    for c in ("sse", "sae", "n_points", "seed"):
+        frame[c] = pd.to_numeric(frame[c])
+    return frame
+
+
+def test_every_comparison_is_x100_ours_and_the_papers():
+    """The paper printed its per-window and imputation tables unscaled: ours and its values are both
+    shown x100 there too, like every other table."""
+    frame = pd.concat([fixed_records(), imputation_records()], ignore_index=True)
+    ours = our_cells(frame)
+    win = ours[(ours["table"] == "tab:e-win24") & (ours["model"] == "soter") & (ours["metric"] == "RMSE")]
+    assert win["ours"].iloc[0] == pytest.approx(100 * np.sqrt((0.01 ** 2 + 0.011 ** 2) / 2))
+    imp = ours[(ours["table"] == "tab:e-imp25") & (ours["metric"] == "RMSE")]
+    assert imp["ours"].iloc[0] == pytest.approx(100 * np.mean([0.05, 0.06, 0.07]))
+    assert imp["ours_std"].iloc[0] == pytest.approx(100 * np.std([0.05, 0.06, 0.07], ddof=1))
+    ptable = paper.load()["tab:e-imp25"]
+    merged = compare(ptable, ours)
+    printed = ptable[(ptable["method"] == "SOTER") & (ptable["dataset"] == "HeartRate") & (ptable["metric"] == "RMSE")]
+    cell = merged[(merged["method"] == "SOTER") & (merged["dataset"] == "HeartRate") & (merged["metric"] == "RMSE")]
+    assert cell["paper"].iloc[0] == pytest.approx(100 * float(printed["value"].iloc[0]))
+    assert cell["paper_std"].iloc[0] == pytest.approx(100 * float(printed["std"].iloc[0]))
+    md = comparison_markdown("tab:e-imp25", "caption", merged, ours[ours["table"] == "tab:e-imp25"])
+    assert "| ours (x100) | ours std (x100) |" in md and "shown x100 here" in md
+    assert "| last-value | MIT-BIH | RMSE | missing=25% | 6.00 | 1.00 | ok |" in md  # two decimals
+
+
+def test_report_prints_a_summary_and_lists_each_figure_once(tmp_path, capsys):
+    from harness.cli import main
+
+    results = tmp_path / "run"
+    (results / "figures").mkdir(parents=True)
+    pd.concat([fixed_records(), imputation_records()], ignore_index=True).to_csv(results / "records.csv", index=False)
+    stale = results / "figures" / "imputation_rmse_vs_missing_rate.png"  # what `run` drew earlier
+    stale.write_bytes(b"stale")
+    (results / "forecast-example-mitbih.png").write_bytes(b"png")
+    assert main(["report", "--results", str(results), "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    report = (tmp_path / "out" / "REPORT.md").read_text()
+    for text in (printed, report):
+        assert text.count("imputation RMSE against missing rate") == 1
+        assert text.count("forecasting examples") == 1
+        assert "figure: noise robustness: no noise records" in text
+        assert "tab:ablation" in text and "tab:main_results: 2 of 252 cells compared" in text
+    lines = printed.splitlines()
+    assert lines[0].startswith("Produced (") and any(line.startswith("Not produced (") for line in lines)
+    assert lines[-1].startswith(f"Report: {tmp_path / 'out' / 'REPORT.md'}")
+    assert "  tab:classification, tab:e-imp50, tab:e-imp75, tab:label_efficiency: this run has no records" in printed
+    assert report.count("- tab:e-imp50: this run has no records") == 1  # the file: one line per table
+    assert (tmp_path / "out" / "figures" / stale.name).read_bytes() != b"stale"  # drawn from the records
+    assert (tmp_path / "out" / "figures" / "forecast-example-mitbih.png").read_bytes() == b"png"

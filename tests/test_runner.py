@@ -164,3 +164,21 @@ def test_every_task_runs_end_to_end_with_tables_and_figures(folder, tmp_path, ca
         assert set(frame.seed) == {0, 1} and set(frame.condition) == {"missing=25%", "missing=75%"}
     if task == "classification":
         assert frame.macro_auroc.between(0, 1).all() and (frame.fold == "all").all()
+
+
+def test_a_weights_path_that_does_not_exist_is_a_usage_error(tmp_path, capsys):
+    assert main(["run", "forecasting", "--models", "soter", "--weights", f"soter={tmp_path / 'typo'}",
+                 "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert f"{tmp_path / 'typo'} does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "records.csv").exists()
+
+
+def test_a_models_note_is_printed_once_per_run(folder, tmp_path, capsys):
+    assert main(["run", "noise", "--dataset", str(folder), "--models", "soter", "last-value", "--levels", "0", "0.1",
+                 "0.2", "--windows", "48/24", "--max-windows-per-subject", "2", "--out", str(tmp_path / "o"),
+                 "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("Noise") >= 3 or out.count("beta") >= 3  # one table per level
+    assert out.count("forecasts decoded per query") == 1
+    for table in (tmp_path / "o" / "tables").glob("*.md"):  # each saved table stands alone: it keeps the note
+        assert "forecasts decoded per query" in table.read_text()

@@ -60,3 +60,21 @@ def test_key_depends_on_every_key_field():
     keys = {row_key(**{**base, f: "y"}) for f in KEY_FIELDS}
     assert len(keys) == len(KEY_FIELDS) and row_key(**base) not in keys
     assert set(KEY_FIELDS) <= set(COLUMNS)
+
+
+def test_tables_read_one_row_per_cell_the_latest_of_any_weights(tmp_path):
+    """A cell run with weights A, then with weights B, has two keys; tables must not pool them."""
+    from harness.store import read_records
+
+    path = tmp_path / "records.csv"
+    store = RecordStore(path)
+    fields = dict(task="forecasting", dataset="d", fold="S01", window="48/24", condition="clean",
+                  model="m", seed=0, protocol="p")
+    store.write({**fields, "key": row_key("weights-A", **fields), "status": "ok", "rmse": 0.5,
+                 "finished_at": "2026-11-23T10:00:00+00:00"})
+    store.write({**fields, "key": row_key("weights-B", **fields), "status": "ok", "rmse": 0.3,
+                 "finished_at": "2026-11-23T11:00:00+00:00"})
+    store.write(_row(fold="S02"))
+    frame = read_records(path)
+    assert len(frame) == 2 and frame.loc[frame.fold == "S01", "rmse"].item() == 0.3
+    assert len(RecordStore(path).frame()) == 3  # every row stays in the file

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from harness.store import COLUMNS, rows_to_frame
 from harness.tables import forecasting_table, pooled_by_window, render
@@ -45,18 +44,18 @@ def test_text_markdown_latex_render_exactly():
     table = forecasting_table(_rows(), models=["A", "B", "C"])
     # A: rmse windows sqrt(4/200)=0.1414, sqrt(18/200)=0.3 -> x100 mean 22.07, std 15.86/sqrt(2)=11.21;
     # mae 1.0, 3.0 -> 2.00 +- 1.41
-    # C: only 48/24 complete -> 10.00 +- 0.00 (partial, dagger); B: 40, 50 -> 45 +- 7.07
+    # C: only 48/24 complete -> 10.00, one sample so no spread (partial, dagger); B: 40, 50 -> 45 +- 7.07
     md = render(table, "markdown").splitlines()
     assert md[2] == "| Model | toy RMSE | toy MAE |"
     assert md[4] == "| A | <u>22.07</u> ± 11.21 | <u>2.00</u> ± 1.41 |"
     assert md[5] == "| B | 45.00 ± 7.07 | 4.50 ± 0.71 |"
-    assert md[6] == "| C | **10.00** ± 0.00† | **1.00** ± 0.00† |"
+    assert md[6] == "| C | **10.00**† | **1.00**† |"
     assert md[-1] == "† C on toy: 1/2 windows complete (RuntimeError: boom)"
     tex = render(table, "latex")
     assert r"A & $\underline{22.07}_{\pm 11.21}$ & $\underline{2.00}_{\pm 1.41}$ \\" in tex
-    assert r"C & $\mathbf{10.00}_{\pm 0.00}^{\dagger}$ & $\mathbf{1.00}_{\pm 0.00}^{\dagger}$ \\" in tex
+    assert r"C & $\mathbf{10.00}^{\dagger}$ & $\mathbf{1.00}^{\dagger}$ \\" in tex
     text = render(table, "text")
-    assert "22.07±11.21" in text and "10.00±0.00+" in text
+    assert "22.07±11.21" in text and "10.00+" in text and "±0.00" not in text
 
 
 def test_all_unavailable_model_is_labelled():

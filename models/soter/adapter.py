@@ -23,6 +23,8 @@ class SoterAdapter(Model):
                  checkpoint: Path | None = None) -> None:
         if rollout not in ROLLOUTS:
             raise ValueError(f"rollout must be one of {ROLLOUTS}, got {rollout!r}")
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.name = name
         self.model = model.to(device).eval()
         self.rollout, self.per_channel, self.device, self.batch_size = rollout, per_channel, device, batch_size
@@ -38,7 +40,7 @@ class SoterAdapter(Model):
 
         An adaptive ODE solver picks one step size for the whole batch (torchdiffeq's error norm spans
         every row), so a row's numerical error depends on the rows decoded with it. Measured with the
-        shipped soter-cpu-64 at rtol = atol = 1e-5 (dopri5): below 1e-4 with ordinary companions, up
+        step-10,000 soter-cpu-64 weights at rtol = atol = 1e-5 (dopri5): below 1e-4 with ordinary companions, up
         to 1.4e-2 (normalised units) when a companion holds 10-sigma values, as in the leakage probe
         (docs/soter.md, "Batch effects"). Declared with margin; a fixed-step solver is exact (None).
         """
@@ -95,14 +97,14 @@ class SoterAdapter(Model):
 
 
 def load_soter(weights: str | Path | None = None, rollout: str = "autoregressive", per_channel: bool = False,
-               device: str = "cpu", name: str = "soter", **_: object) -> SoterAdapter:
-    """The trained checkpoint (shipped, or ``weights=DIR``)."""
+               device: str = "cpu", name: str = "soter", batch_size: int = 256, **_: object) -> SoterAdapter:
+    """The trained checkpoint (shipped, or ``weights=DIR``). ``batch_size``: rows per forward pass (memory)."""
     from models.soter.io import from_pretrained
     from models.soter.registration import checkpoint_dir
 
     folder = checkpoint_dir(weights)
     return SoterAdapter(from_pretrained(folder), name=name, rollout=rollout, per_channel=per_channel, device=device,
-                        source=str(folder), checkpoint=folder)
+                        batch_size=batch_size, source=str(folder), checkpoint=folder)
 
 
 def load_random_tiny(seed: int = 0, rollout: str = "autoregressive", per_channel: bool = False,
@@ -115,11 +117,11 @@ def load_random_tiny(seed: int = 0, rollout: str = "autoregressive", per_channel
 
 
 def load_authors(weights: str | Path | None = None, rollout: str = "autoregressive", per_channel: bool = False,
-                 device: str = "cpu", **_: object) -> SoterAdapter:
+                 device: str = "cpu", batch_size: int = 256, **_: object) -> SoterAdapter:
     """The authors' released checkpoint from a local folder (``--weights soter-authors=DIR``)."""
     from models.soter.authors import from_authors
 
     if not weights:
         raise ValueError("soter-authors needs --weights soter-authors=DIR")
     return SoterAdapter(from_authors(weights), name="soter-authors", rollout=rollout, per_channel=per_channel,
-                        device=device, source=f"authors' checkpoint {weights}")
+                        device=device, batch_size=batch_size, source=f"authors' checkpoint {weights}")

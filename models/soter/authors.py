@@ -17,10 +17,10 @@ from typing import Any
 
 import torch
 
-from models.soter.config import ConfigError, SoterConfig
+from models.soter.config import AUTHORS_HUB_ID, ConfigError, SoterConfig
 from models.soter.io import CheckpointError
 
-HUB_ID = "SII-fkchen/SOTER"
+HUB_ID = AUTHORS_HUB_ID  # defined in config.py, which the registry can import without torch
 
 
 

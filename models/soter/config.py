@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+AUTHORS_HUB_ID = "SII-fkchen/SOTER"  # the authors' released checkpoint (here, not in authors.py: no torch needed)
+
 
 class ConfigError(ValueError):
     pass

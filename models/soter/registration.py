@@ -28,7 +28,7 @@ def check_checkpoint(weights: str | Path | None = None, **_: object) -> str | No
 
 
 register(ModelSpec(
-    name="soter", factory="models.soter.adapter:load_soter", family="soter",
+    name="soter", factory="models.soter.adapter:load_soter", family="soter", capabilities_on_load=True,
     description=f"SOTER from a trained checkpoint (default: the shipped {SHIPPED_NAME}), forecasts decoded "
                 "per query: forecast, causal CDE imputation, embedding",
     licence="MIT (this repository's weights)", check="models.soter.registration:check_checkpoint",
@@ -40,7 +40,7 @@ register(ModelSpec(
 ))
 
 register(ModelSpec(
-    name="soter-autoregressive", factory="models.soter.adapter:load_soter", family="soter", default=False,
+    name="soter-autoregressive", factory="models.soter.adapter:load_soter", family="soter", capabilities_on_load=True, default=False,
     description="the same SOTER checkpoint with the paper's autoregressive rollout (one backbone pass per "
                 "horizon step)", licence="MIT (this repository's weights)",
     check="models.soter.registration:check_checkpoint", tasks=("forecasting", "noise"),
@@ -49,14 +49,14 @@ register(ModelSpec(
 ))
 
 register(ModelSpec(
-    name="soter-tiny-random", factory="models.soter.adapter:load_random_tiny", family="soter", default=False,
+    name="soter-tiny-random", factory="models.soter.adapter:load_random_tiny", family="soter", capabilities_on_load=True, default=False,
     description="RANDOM WEIGHTS - a randomly initialised soter-tiny for tests and smoke runs only, not SOTER results",
     licence="n/a (random weights)", tasks=("forecasting", "imputation", "noise", "classification"),
 ))
 
 
 def check_authors_checkpoint(weights: str | Path | None = None, **_: object) -> str | None:
-    from models.soter.authors import HUB_ID
+    from models.soter.config import AUTHORS_HUB_ID as HUB_ID  # models.soter.authors would import torch
 
     how = (f"download it on a machine with internet (`hf download {HUB_ID} --local-dir DIR`), "
            "copy DIR here and pass --weights soter-authors=DIR")
@@ -70,7 +70,7 @@ def check_authors_checkpoint(weights: str | Path | None = None, **_: object) -> 
 
 
 register(ModelSpec(
-    name="soter-authors", factory="models.soter.adapter:load_authors", family="soter", default=False,
+    name="soter-authors", factory="models.soter.adapter:load_authors", family="soter", capabilities_on_load=True, default=False,
     description="SOTER with the authors' released weights (SII-fkchen/SOTER, their config incl. 12 layers), "
                 "loaded through a parameter-name map (docs/soter-parity.md)",
     licence="see the authors' model card (SII-fkchen/SOTER on Hugging Face; not checked here)",

@@ -1,0 +1,170 @@
+"""--model-option NAME.KEY=VALUE: parsed, checked against the factory before any work, part of the key."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from harness.cli import main
+from harness.runner import RunConfig, execute, parse_model_option, plan
+from harness.store import RecordStore, read_records
+from models.interface import SeriesBatch, forecast
+from models.registry import get_spec
+from protocols.datasets.folder import write_folder_dataset
+from protocols.specs import SpecError, WindowSpec
+from tests.conftest import make_dataset
+
+
+@pytest.fixture()
+def folder(tmp_path) -> Path:
+    path = tmp_path / "toy"
+    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), path)
+    return path
+
+
+def _config(folder: Path, out: Path, models: tuple[str, ...], options=(), **kw) -> RunConfig:
+    kw.setdefault("max_windows_per_subject", 2)
+    return RunConfig(datasets=(str(folder),), models=models, out=out, windows=(WindowSpec(48, 24),),
+                     progress=False, model_options=tuple(options), **kw)
+
+
+@pytest.mark.parametrize("item, parsed", [
+    ("soter.batch_size=8", ("soter", "batch_size", 8)),
+    ("test-slow-last-value.delay=0.5", ("test-slow-last-value", "delay", 0.5)),
+    ("soter.per_channel=True", ("soter", "per_channel", True)),
+    ("soter.rollout=autoregressive", ("soter", "rollout", "autoregressive")),
+    ("soter.rollout='per-query'", ("soter", "rollout", "per-query")),
+    ("soter.device=cuda:0", ("soter", "device", "cuda:0")),  # not a literal: kept as given
+    ("normwear.code=/a/b=c.d", ("normwear", "code", "/a/b=c.d")),  # the first '=' ends NAME.KEY
+    ("timesfm-2.5.batch_size=16", ("timesfm-2.5", "batch_size", 16)),  # names may hold dots; keys cannot
+    ("x.k=None", ("x", "k", None)),
+])
+def test_values_are_python_literals_else_strings(item, parsed):
+    assert parse_model_option(item) == parsed
+
+
+@pytest.mark.parametrize("item", ["soter", "soter=8", "soter.=8", ".batch_size=8", "soter.batch_size=",
+                                  "timesfm-2.5=8", "soter.batch_size=[1, 2]"])
+def test_malformed_options_are_usage_errors(item):
+    with pytest.raises(SpecError, match="model-option"):
+        parse_model_option(item)
+
+
+def _run_cli(folder: Path, tmp_path: Path, models: list[str], *options: str) -> list[str]:
+    argv = ["run", "forecasting", "--dataset", str(folder), "--models", *models, "--windows", "48/24",
+            "--out", str(tmp_path / "o"), "--no-progress"]
+    for option in options:
+        argv += ["--model-option", option]
+    return argv
+
+
+@pytest.mark.parametrize("models, option, message", [
+    (["test-slow-last-value"], "test-slow-last-value.dealy=1",
+     "test-slow-last-value has no option 'dealy'; its options: delay"),
+    (["window-mean"], "window-mean.period=3", "window-mean takes no options"),
+    (["soter"], "soter.batchsize=8", "its options: batch_size, device, per_channel, rollout"),
+    (["soter"], "soter.name=x", "soter has no option 'name'"),  # set by the registration
+    (["last-value"], "no-such-model.k=1", "unknown model 'no-such-model'"),
+    (["last-value"], "drift.k=1", "drift is not among this run's models"),
+    (["test-slow-last-value"], "test-slow-last-value.seed=3", "use --seeds"),
+    (["soter"], "soter.weights=/w", "use --weights NAME=DIR"),
+    (["timer-base"], "timer-base.trust_remote_code=True", "use --trust-remote-code NAME"),
+    (["last-value"], "last-value", "expects NAME.KEY=VALUE"),
+])
+def test_bad_options_stop_the_run_before_any_work(folder, tmp_path, capsys, models, option, message):
+    assert main(_run_cli(folder, tmp_path, models, option)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+    assert not (tmp_path / "o" / "records.csv").exists()
+
+
+def test_an_option_given_twice_is_an_error(folder, tmp_path, capsys):
+    argv = _run_cli(folder, tmp_path, ["test-slow-last-value"], "test-slow-last-value.delay=0",
+                    "test-slow-last-value.delay=0.1")
+    assert main(argv) == 2 and "given twice" in capsys.readouterr().err
+
+
+def test_only_the_models_given_options_are_inspected(folder, tmp_path, monkeypatch):
+    def refuse(self):
+        raise AssertionError(f"{self.name}'s factory was inspected")
+
+    monkeypatch.setattr(type(get_spec("last-value")), "option_names", refuse)
+    plan(_config(folder, tmp_path / "o", ("last-value", "soter")))  # no --model-option: no inspection
+
+
+def test_another_option_value_recomputes_and_the_same_value_reuses(folder, tmp_path):
+    out = tmp_path / "o"
+    model = ("test-slow-last-value",)
+    first = execute(_config(folder, out, model, [("test-slow-last-value", "delay", 0.0)]))
+    assert first.ran == first.planned == 3
+    same = execute(_config(folder, out, model, [("test-slow-last-value", "delay", 0.0)]))
+    assert same.ran == 0 and same.skipped_done == 3
+    other = execute(_config(folder, out, model, [("test-slow-last-value", "delay", 0.001)]))
+    assert other.ran == 3 and set(other.keys).isdisjoint(first.keys)
+    assert len(RecordStore(first.records_path).frame()) == 6  # both option values' rows are kept
+    frame = read_records(first.records_path)  # tables see the latest row of each cell only
+    assert set(frame.key) == set(other.keys) and set(frame.status) == {"ok"}
+
+
+def test_the_registered_value_given_again_keeps_the_key(folder, tmp_path):
+    """soter is registered with rollout=per-query: saying so again changes nothing."""
+    keys = [[f["key"] for _, f in plan(_config(folder, tmp_path / "o", ("soter",), opts))[0]]
+            for opts in ((), [("soter", "rollout", "per-query")], [("soter", "rollout", "autoregressive")])]
+    assert keys[0] == keys[1] and set(keys[0]).isdisjoint(keys[2])
+
+
+def test_soters_rollout_reaches_the_model(folder, tmp_path):
+    config = _config(folder, tmp_path / "o", ("soter",), [("soter", "rollout", "autoregressive")],
+                     max_windows_per_subject=1)
+    cells, _ = plan(config)
+    assert all(dict(cell.model_options)["rollout"] == "autoregressive" for cell, _ in cells)
+    summary = execute(config)
+    frame = read_records(summary.records_path)
+    assert set(frame.status) == {"ok"}
+    assert {json.loads(info)["rollout"] for info in frame.model_info} == {"autoregressive"}
+
+
+def test_soter_declares_rollout_per_channel_and_batch_size():
+    for name in ("soter", "soter-autoregressive"):
+        assert {"rollout", "per_channel", "batch_size", "device"} <= set(get_spec(name).option_names())
+
+
+def _batch(b: int = 7, c: int = 2, t: int = 32) -> tuple[SeriesBatch, np.ndarray]:
+    rng = np.random.default_rng(0)
+    times = np.tile(np.arange(t) * 0.1, (b, 1))
+    batch = SeriesBatch(np.sin(times[:, None, :] * 3 + rng.standard_normal((b, c, 1))) + 0.05 * rng.standard_normal((b, c, t)),
+                        times)
+    return batch, times[:, -1:] + 0.1 * np.arange(1, 9)[None, :]
+
+
+def test_batch_size_does_not_change_a_fixed_step_soters_forecasts():
+    """batch_size only splits the rows into passes; a fixed-step solve is batch-invariant (tolerance None)."""
+    from models.soter.adapter import SoterAdapter
+    from models.soter.config import preset
+    from models.soter.model import SoterModel
+
+    torch.manual_seed(0)
+    model = SoterModel(dataclasses.replace(preset("soter-tiny"), solver="rk4"))
+    whole, split = SoterAdapter(model, batch_size=256), SoterAdapter(model, batch_size=2)
+    assert whole.batch_tolerance is None
+    batch, queries = _batch()
+    np.testing.assert_allclose(forecast(split, batch, queries), forecast(whole, batch, queries), rtol=0, atol=1e-6)
+
+
+def test_batch_size_reaches_the_shipped_soter_within_its_declared_tolerance():
+    spec = get_spec("soter")
+    whole, split = spec.load(seed=0), spec.load(seed=0, batch_size=3)
+    assert split.batch_size == 3
+    rtol, atol = split.batch_tolerance or (0.0, 1e-6)
+    batch, queries = _batch()
+    np.testing.assert_allclose(forecast(split, batch, queries), forecast(whole, batch, queries), rtol=rtol, atol=atol)
+
+
+def test_a_batch_size_below_one_is_refused():
+    with pytest.raises(ValueError, match="batch_size"):
+        get_spec("soter").load(seed=0, batch_size=0)
