@@ -90,7 +90,7 @@ def run_cell(cell: Cell) -> dict[str, object]:
                 row = {"status": "unavailable", "error": reason}
             else:
                 row = _scored(cell, dataset, model, get_fold(dataset, cell.fold))
-                row["model_info"] = json.dumps(model.describe(), sort_keys=True, default=str)
+                row["model_info"] = model_info(model, cell)
     except ModelUnavailableError as exc:
         row = {"status": "unavailable", "error": str(exc)}
     except Exception as exc:  # recorded, so that one failing cell never stops a sweep
@@ -135,6 +135,12 @@ def _unscored_reason(cell: Cell, errors, short_recordings: int, skipped_missing:
     return None
 
 
+def model_info(model: Model, cell: Cell) -> str:
+    """The model's ``describe()`` and the device it ran on (``--device``; cpu unless a device was passed)."""
+    info = {"device": dict(cell.model_options).get("device", "cpu"), **model.describe()}
+    return json.dumps(info, sort_keys=True, default=str)
+
+
 def _classification(cell: Cell, dataset: Dataset) -> dict[str, object]:
     spec: ClassificationSpec = cell.spec
     info = ""
@@ -152,7 +158,7 @@ def _classification(cell: Cell, dataset: Dataset) -> dict[str, object]:
             return _cached_embeddings(Path(cell.cache_dir or tempfile.gettempdir()), key, fold.test_subject,
                                       lambda: embed_segments(model, dataset, fold, segments, spec))
 
-        info = json.dumps(model.describe(), sort_keys=True, default=str)
+        info = model_info(model, cell)
     out = evaluate_classification(dataset, spec, cell.level, cell.seed, embeddings)
     return {"status": "ok", "macro_f1": out.macro_f1, "macro_auroc": out.macro_auroc,
             "n_windows": out.n_windows, "details": json.dumps({"notes": list(out.notes)}), "model_info": info}

@@ -70,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trust-remote-code", nargs="+", default=[], metavar="MODEL",
                      help="allow these models (Timer, Sundial, TimeMoE, MIRA, Aurora) to run the Python code that "
                           "ships with their checkpoint; review that code first")
+    run.add_argument("--device", default="auto", metavar="auto|cpu|cuda|cuda:N",
+                     help="where models that can use a GPU run (default: auto, CUDA when available); "
+                          "statistical baselines always run on the CPU")
     run.add_argument("--model-option", nargs="+", action="extend", default=[], metavar="NAME.KEY=VALUE",
                      help="an option for one model's factory, e.g. soter.batch_size=64 or soter.device=cuda "
                           "(repeatable; VALUE is a Python literal or a string; options are part of the record key)")
@@ -199,7 +202,7 @@ def _run(args: argparse.Namespace) -> int:
         noise_levels=tuple(args.levels),
         missing_rates=tuple(r / 100 for r in args.rates), budgets=tuple(b / 100 for b in args.budgets),
         rerun=args.rerun, weights=_parse_weights(args.weights), trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
-        data_root=args.data_root, model_options=tuple(parse_model_option(o) for o in args.model_option),
+        data_root=args.data_root, device=args.device, model_options=tuple(parse_model_option(o) for o in args.model_option),
     )
     summary = execute(config, log=lambda m: print(m, file=sys.stderr))
     frame = read_records(summary.records_path)

@@ -52,6 +52,7 @@ class RunConfig:
     weights: tuple[tuple[str, str], ...] = ()  # (model, directory)
     trust_remote_code: tuple[str, ...] = ()  # models allowed to run the Python code of their checkpoint
     model_options: tuple[tuple[str, str, Any], ...] = ()  # (model, key, value): --model-option NAME.KEY=VALUE
+    device: str = "auto"  # --device: auto (CUDA when available) | cpu | cuda | cuda:N
     progress: bool = True
     data_root: Path | None = None  # --data-root; else $SOTER_BENCH_DATA
 
@@ -124,15 +125,45 @@ def code_version() -> str:
     return f"{v}+g{sha}" if sha else v
 
 
-def _model_options(config: RunConfig, model: str) -> tuple[tuple[str, Any], ...]:
+def _model_options(config: RunConfig, model: str, device: str = "cpu") -> tuple[tuple[str, Any], ...]:
     opts: dict[str, Any] = {"seed": 0}  # model seed: fixed, so that seeds vary the protocol only
     for name, directory in config.weights:
         if name == model:
             opts["weights"] = directory
     if model in config.trust_remote_code:
         opts["trust_remote_code"] = True
+    if device != "cpu" and model != RANDOM_BASELINE and "device" in get_spec(model).option_names():
+        opts["device"] = device  # models without a device option (statistical baselines) run on the CPU
     opts.update({key: value for name, key, value in config.model_options if name == model})
     return tuple(sorted(opts.items()))
+
+
+def resolve_device(text: str) -> str:
+    """``--device``: auto -> cuda when torch sees a GPU, else cpu; cuda[:N] must exist here.
+
+    On the CPU nothing is passed to the models, so CPU records keep their keys; on a GPU the device is
+    part of each model's options, hence of its record key, and named in ``model_info``."""
+    if text == "cpu":
+        return "cpu"
+    if text != "auto" and text != "cuda" and not (text.startswith("cuda:") and text[5:].isdigit()):
+        raise SpecError(f"--device must be auto, cpu, cuda or cuda:N, got {text!r}")
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        if text == "auto":
+            return "cpu"
+        raise SpecError(f"--device {text}: torch is not installed")
+    import torch
+
+    available = torch.cuda.is_available()
+    if text == "auto":
+        return "cuda" if available else "cpu"
+    if not available:
+        raise SpecError(f"--device {text}: CUDA is not available on this machine (use --device cpu or auto)")
+    index = int(text[5:]) if ":" in text else 0
+    if index >= torch.cuda.device_count():
+        raise SpecError(f"--device {text}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    return text
 
 
 # options the harness passes itself, and the flag that sets each
@@ -228,6 +259,7 @@ def plan(config: RunConfig) -> tuple[list[tuple[Cell, dict[str, object]]], RunSu
     cells: list[tuple[Cell, dict[str, object]]] = []
     identities: dict[str, str] = {}  # model -> digest of its weights and options (part of the row key)
     root = resolve_data_root(config.data_root)
+    device = resolve_device(config.device)
     for ref in dataset_refs:
         resolved = str(Path(ref).resolve()) if is_path_like(ref) else ref
         dataset = load_dataset(resolved, data_root=root)
@@ -243,7 +275,7 @@ def plan(config: RunConfig) -> tuple[list[tuple[Cell, dict[str, object]]], RunSu
             protocol = f"{spec.fingerprint()};data={data_fp}"
             summary.protocols.setdefault(label, set()).add(protocol)
             for model in model_names:
-                options = _model_options(config, model)
+                options = _model_options(config, model, device)
                 if model not in identities:
                     identities[model] = "" if model == RANDOM_BASELINE else get_spec(model).identity(**dict(options))
                 for window, condition, level in _task_points(config, spec):
