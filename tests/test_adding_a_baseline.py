@@ -6,7 +6,9 @@ import re
 import sys
 from pathlib import Path
 
-from tests.contract_kit import check_forecast_contract
+import pytest
+
+from baselines.testing import check_forecast_contract
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "adding-a-baseline.md"
 
@@ -26,3 +28,25 @@ def test_the_worked_example_passes_the_contract_kit_and_is_listed(tmp_path, monk
     assert main(["list", "models"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.split()[:1] == ["ses"])
     assert line.split()[1:3] == ["ready", "statistical"]
+
+
+def test_the_contract_kit_is_installed_code_without_pytest():
+    """A user's package imports the kit; it must not need this repository's tests or pytest."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['pytest'] = None; sys.modules['tests'] = None\n"
+            "from baselines.testing import check_embed_contract, check_forecast_contract, toy_dataset\n"
+            "print(len(toy_dataset().recordings))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "4", out.stderr
+
+
+def test_an_accepted_too_short_context_fails_the_contract():
+    from baselines.testing import _refused
+
+    with pytest.raises(AssertionError, match="was accepted"):
+        with _refused("a context of 3 samples"):
+            pass
+    with _refused("x"):
+        raise ValueError("too short")  # a clear error is what the contract wants

@@ -9,7 +9,7 @@ from baselines.naive import Drift, LastValue, SeasonalNaive, WindowMean, estimat
 from models import interface
 from models.interface import SeriesBatch
 from models.registry import all_specs
-from tests.contract_kit import check_embed_contract, check_forecast_contract
+from baselines.testing import check_embed_contract, check_forecast_contract
 
 
 def _batch(y, t=None):

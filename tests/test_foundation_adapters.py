@@ -16,7 +16,7 @@ import pytest
 
 from baselines import foundation
 from models.registry import NEEDS_PACKAGE, NEEDS_WEIGHTS, READY, ModelUnavailableError, get_spec
-from tests.contract_kit import check_forecast_contract
+from baselines.testing import check_forecast_contract
 
 QUANTILES = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
 
@@ -133,7 +133,7 @@ def test_chronos2_meets_the_contract(tiny_chronos2):
 
 def test_chronos2_forecasts_channels_jointly(tiny_chronos2):
     from models import interface
-    from tests.contract_kit import _queries, _series
+    from baselines.testing import queries as _queries, series as _series
 
     model = _with_weights("chronos-2-small", tiny_chronos2).load()
     assert model.capabilities.multivariate
@@ -161,7 +161,7 @@ def test_unobserved_points_reach_the_model_as_missing(tiny_tirex):
     """A masked point's hidden value never changes the forecast."""
     from models import interface
     from models.interface import SeriesBatch
-    from tests.contract_kit import _queries, _series
+    from baselines.testing import queries as _queries, series as _series
 
     model = _with_weights("tirex", tiny_tirex).load()
     batch = _series(2, 1, 64)

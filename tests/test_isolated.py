@@ -18,7 +18,7 @@ from baselines import isolated
 from models import interface
 from models.interface import Capabilities
 from models.registry import NEEDS_WEIGHTS, READY, ModelSpec, ModelUnavailableError, get_spec
-from tests.contract_kit import _queries, _series, check_forecast_contract
+from baselines.testing import check_forecast_contract, queries as _queries, series as _series
 
 ECHO = Path(__file__).with_name("workers") / "echo_worker.py"
 

@@ -19,7 +19,7 @@ import pytest
 from baselines import isolated
 from models import interface
 from models.registry import READY, get_spec
-from tests.contract_kit import _queries, _series, check_forecast_contract
+from baselines.testing import check_forecast_contract, queries as _queries, series as _series
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.environ.get("SOTER_BENCH_SLOW") != "1",

@@ -16,7 +16,7 @@ import pytest
 
 from models import interface
 from models.registry import READY
-from tests.contract_kit import _queries, _series, check_forecast_contract
+from baselines.testing import check_forecast_contract, queries as _queries, series as _series
 from tests.test_isolated_envs_slow import _env, _tiny, _with
 
 pytestmark = [pytest.mark.slow,

@@ -20,7 +20,7 @@ from baselines import isolated
 from models import interface
 from models.interface import SeriesBatch
 from models.registry import NEEDS_CODE, NEEDS_WEIGHTS, READY, ModelSpec, ModelUnavailableError, get_spec
-from tests.contract_kit import _queries, _series, check_forecast_contract
+from baselines.testing import check_forecast_contract, queries as _queries, series as _series
 from tests.test_isolated import env_pins, refuse_environments
 
 torch = pytest.importorskip("torch")

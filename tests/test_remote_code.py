@@ -16,7 +16,7 @@ pytest.importorskip("transformers", reason="transformers not installed (extra 'r
 
 from models.interface import SeriesBatch, forecast  # noqa: E402
 from models.registry import ModelUnavailableError, get_spec  # noqa: E402
-from tests.contract_kit import check_forecast_contract  # noqa: E402
+from baselines.testing import check_forecast_contract  # noqa: E402
 
 MODELING = '''
 import torch

@@ -26,7 +26,7 @@ from baselines import checkout, normwear_model, tfc_model
 from models import interface
 from models.interface import ModelInputError, SeriesBatch
 from models.registry import NEEDS_CODE, NEEDS_WEIGHTS, READY, ModelSpec, ModelUnavailableError, all_specs
-from tests.contract_kit import check_embed_contract
+from baselines.testing import check_embed_contract
 
 FAKE_NORMWEAR = {
     "main_model.py": "# fake NormWear checkout (tests): the real one imports torchaudio here\n",

@@ -1,4 +1,8 @@
-"""Contract every forecasting adapter must meet; used for every registered model.
+"""Contract every adapter must meet, importable by a user's own package (``baselines.testing``).
+
+The test suite runs it on every registered model; a third-party adapter runs it in its own tests:
+``from baselines.testing import check_forecast_contract``. It needs numpy only (no pytest): a
+broken contract is an ``AssertionError`` saying which property failed.
 
 Checks: shape and finiteness, no dependence on other rows of the batch (batch-size
 invariance), no state carried between calls (having seen a longer series, the model forecasts
@@ -11,29 +15,64 @@ changes a forecast or an imputation) at the model's declared batch-invariance to
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from models import interface
 from models.interface import ModelInputError, SeriesBatch
 from models.registry import ModelSpec
+from protocols.data import Dataset, Recording
 
 
-def _series(b: int, c: int, t: int, seed: int = 0) -> SeriesBatch:
+def series(b: int, c: int, t: int, seed: int = 0) -> SeriesBatch:
+    """A batch of noisy sines (b rows, c channels, t samples at 10 Hz), deterministic under ``seed``."""
     rng = np.random.default_rng(seed)
     times = np.tile(np.arange(t, dtype=float) / 10, (b, 1))
     base = np.sin(2 * np.pi * 0.07 * np.arange(t))[None, None] * rng.uniform(0.5, 1.5, (b, c, 1))
     return SeriesBatch(base + 0.05 * rng.standard_normal((b, c, t)) + 0.5, times)
 
 
-def _queries(batch: SeriesBatch, h: int) -> np.ndarray:
+def queries(batch: SeriesBatch, h: int) -> np.ndarray:
+    """The ``h`` timestamps after each row's context, at its sampling step."""
     return batch.timestamps[:, -1:] + 0.1 * np.arange(1, h + 1)[None, :]
+
+
+def toy_dataset(n_subjects: int = 4, n_samples: int = 400, channels: tuple[str, ...] = ("a", "b"),
+                rate: float = 10.0, seed: int = 0, name: str = "toy") -> Dataset:
+    """Small deterministic multichannel dataset (per-subject offset and frequency, two labels): enough
+    subjects for leave-one-subject-out, small enough for a unit test."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n_samples) / rate
+    recs = []
+    for s in range(n_subjects):
+        freq = 0.5 + 0.1 * s
+        vals = np.stack([np.sin(2 * np.pi * freq * t + k) * (1 + s) + s + 0.05 * rng.standard_normal(n_samples)
+                         for k in range(len(channels))])
+        labels = (np.arange(n_samples) * 2 // n_samples).astype(np.int64)
+        recs.append(Recording(subject=f"S{s:02d}", name=f"S{s:02d}_r0", values=vals, timestamps=t.copy(),
+                              labels=labels))
+    return Dataset(name=name, channels=channels, recordings=tuple(recs), sampling_rate=rate,
+                   label_names=("first", "second"))
+
+
+class _refused:
+    """``with _refused(what): ...``: the block must raise ModelInputError or ValueError (a clear error)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if kind is None:
+            raise AssertionError(f"{self.what} was accepted; the model must refuse it with a clear error")
+        return issubclass(kind, (ModelInputError, ValueError))  # anything else propagates
 
 
 def check_forecast_contract(spec: ModelSpec, t: int = 48, h: int = 24, b: int = 5, c: int = 3,
                             atol: float = 1e-6) -> None:
     model = spec.load(seed=0)
-    batch = _series(b, c, t)
-    q = _queries(batch, h)
+    batch = series(b, c, t)
+    q = queries(batch, h)
     out = interface.forecast(model, batch, q)
     assert out.shape == (b, c, h) and np.isfinite(out).all()
 
@@ -46,12 +85,12 @@ def check_forecast_contract(spec: ModelSpec, t: int = 48, h: int = 24, b: int = 
 
     # no state carried between calls: in the protocol, one window's future is part of later
     # windows' contexts, so a model that remembered an earlier call could read the future
-    longer = _series(b, c, t + 30, seed=1)
+    longer = series(b, c, t + 30, seed=1)
     cut = SeriesBatch(longer.values[:, :, :t], longer.timestamps[:, :t])
-    fresh = interface.forecast(spec.load(seed=0), cut, _queries(cut, h))
+    fresh = interface.forecast(spec.load(seed=0), cut, queries(cut, h))
     used = spec.load(seed=0)
-    interface.forecast(used, longer, _queries(longer, h))  # sees what follows the cut
-    np.testing.assert_allclose(interface.forecast(used, cut, _queries(cut, h)), fresh, atol=atol)
+    interface.forecast(used, longer, queries(longer, h))  # sees what follows the cut
+    np.testing.assert_allclose(interface.forecast(used, cut, queries(cut, h)), fresh, atol=atol)
 
     # per-channel models: channel 0's forecast ignores channel 1
     if not model.capabilities.multivariate:
@@ -75,9 +114,9 @@ def check_forecast_contract(spec: ModelSpec, t: int = 48, h: int = 24, b: int = 
     # a context shorter than the model accepts is a clear error, not garbage
     short = model.capabilities.min_context - 1
     if short >= 1:
-        tiny = _series(1, 1, short)
-        with pytest.raises((ModelInputError, ValueError)):
-            interface.forecast(model, tiny, _queries(tiny, h))
+        tiny = series(1, 1, short)
+        with _refused(f"a context of {short} samples (min_context - 1)"):
+            interface.forecast(model, tiny, queries(tiny, h))
 
 
 def _probe_leakage(model, t: int, h: int) -> None:
@@ -85,9 +124,7 @@ def _probe_leakage(model, t: int, h: int) -> None:
     from protocols.leakage import probe_forecasting, probe_imputation
     from protocols.specs import ForecastingSpec, ImputationSpec, SamplingSpec, WindowSpec
     from protocols.splits import loso_folds
-    from tests.conftest import make_dataset
-
-    ds = make_dataset(n_subjects=3, n_samples=2 * (t + h), channels=("a", "b"))
+    ds = toy_dataset(n_subjects=3, n_samples=2 * (t + h), channels=("a", "b"))
     fold = loso_folds(ds)[0]
     window = WindowSpec(t, h)
     spec = ForecastingSpec(windows=(window,), sampling=SamplingSpec(max_windows_per_subject=2))
@@ -102,7 +139,7 @@ def check_embed_contract(spec: ModelSpec, t: int = 64, b: int = 4, c: int = 3, r
     """The embedding side of the contract: [B, D] and finite, independent of the rest of the batch, no
     state carried between calls, deterministic under a seed, a clear error for a too-short window."""
     model = spec.load(seed=0)
-    batch = _series(b, c, t)
+    batch = series(b, c, t)
     out = interface.embed(model, batch)
     assert out.ndim == 2 and out.shape[0] == b and out.shape[1] >= 1 and np.isfinite(out).all()
     assert not np.allclose(out[0], out[1]), "different windows gave the same embedding"
@@ -111,7 +148,7 @@ def check_embed_contract(spec: ModelSpec, t: int = 64, b: int = 4, c: int = 3, r
     alone = interface.embed(model, SeriesBatch(batch.values[r:r + 1], batch.timestamps[r:r + 1]))
     np.testing.assert_allclose(alone[0], out[r], rtol=rtol, atol=atol)
 
-    other = _series(b + 2, c, t + 16, seed=3)  # no state carried between calls
+    other = series(b + 2, c, t + 16, seed=3)  # no state carried between calls
     interface.embed(model, other)
     np.testing.assert_allclose(interface.embed(model, batch), out, rtol=rtol, atol=atol)
 
@@ -119,6 +156,6 @@ def check_embed_contract(spec: ModelSpec, t: int = 64, b: int = 4, c: int = 3, r
 
     short = model.capabilities.min_context - 1
     if short >= 1:
-        tiny = _series(1, c, short)
-        with pytest.raises((ModelInputError, ValueError)):
+        tiny = series(1, c, short)
+        with _refused(f"a context of {short} samples (min_context - 1)"):
             interface.embed(model, tiny)
