@@ -317,10 +317,11 @@ def execute(config: RunConfig, log=print) -> RunSummary:
     for model, reason in unavailable.items():
         if reason:
             log(f"[unavailable] {model}: {reason}")
-    pending = _cost_probes_first(pending, store.seconds_by_model(config.task))
+    measured = store.seconds_by_model(config.task)  # earlier runs' cell costs: probe order and time left
+    pending = _cost_probes_first(pending, measured)
     fields_of = {cell: fields for cell, fields in pending}
     executor = make_executor(config.jobs)
-    bar = Progress(config.task, [c.model for c, _ in pending], store.seconds_by_model(config.task),
+    bar = Progress(config.task, [c.model for c, _ in pending], measured,
                    enabled=config.progress)
 
     def not_done_elsewhere():

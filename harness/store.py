@@ -66,8 +66,7 @@ class RecordStore:
     def __post_init__(self) -> None:
         self.path = Path(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._locked() as fd:
-            self._read_new(fd)
+        self.refresh()
 
     # -- reading -----------------------------------------------------------
     def refresh(self) -> None:

@@ -16,6 +16,7 @@ from protocols.datasets.folder import load_folder_dataset, write_folder_dataset
 from protocols.specs import SamplingSpec, WindowSpec
 from protocols.windows import GAP_FACTOR, extract, select_windows
 from tests.conftest import make_dataset
+from tests.test_datasets_folder import _error  # the folder loader's error message, one helper for both files
 
 HEAD = 'name = "mine"\nchannels = ["ecg", "ppg"]\n'
 
@@ -28,12 +29,6 @@ def _folder(path: Path, csv: str, head: str = HEAD) -> Path:
     (path / "dataset.toml").write_text(head + '[[recordings]]\nfile = "a.csv"\nsubject = "A"\n'
                                        '[[recordings]]\nfile = "b.csv"\nsubject = "B"\n')
     return path
-
-
-def _error(path: Path) -> str:
-    with pytest.raises(DatasetError) as err:
-        load_folder_dataset(path)
-    return str(err.value)
 
 
 # -- #7: values beyond float32 --------------------------------------------------------------------------
