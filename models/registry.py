@@ -4,6 +4,31 @@ Each entry points at a factory ``"package.module:callable"``.  The factory takes
 options (``weights``, ``device``, ``seed`` ...) and returns a :class:`models.interface.Model`.
 An optional ``check`` callable tells, without loading anything heavy, whether the model can
 run here; when it cannot, the runner writes rows with status ``unavailable`` and the reason.
+
+Where registrations come from (:func:`all_specs` loads them on first use, each source once):
+
+1. the built-in models (``baselines`` and ``models.soter.registration``);
+2. installed packages, through the entry-point group ``soter_bench.models``
+   (``[project.entry-points."soter_bench.models"]`` in the package's ``pyproject.toml``).  An entry
+   point's value is either
+
+   - a module, ``name = "my_package.my_models"``: importing it registers its models by calling
+     :func:`register`; or
+   - an object in a module, ``name = "my_package.my_models:specs"``: a callable that returns a
+     :class:`ModelSpec` or an iterable of them (or ``None`` when it registered them itself), or a
+     :class:`ModelSpec` itself; the specs it gives are registered.
+
+   The entry point's name only labels it in error messages; the models' names are their specs'.
+3. the modules named, comma-separated, in ``$SOTER_BENCH_PLUGINS``: importing each registers its
+   models (the quick route for a module that is not installed as a package).
+
+Errors name the plugin: the entry point and its distribution, or the ``$SOTER_BENCH_PLUGINS``
+module.  A plugin whose module raises on import (a missing dependency, a syntax error) raises
+:class:`PluginImportError`, an ``ImportError``; a callable that raises, a missing attribute or
+something given that is no ``ModelSpec`` raises :class:`PluginError`.  Both are ``RuntimeError``
+subclasses, so the CLI prints the one line and exits 2.  A name registered twice with different
+specs raises :class:`DuplicateModelError` (a ``ValueError``) naming who registered each.  The
+original exception is chained to the one raised.
 """
 
 from __future__ import annotations
@@ -13,6 +38,7 @@ import importlib
 import importlib.util
 import inspect
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -180,28 +206,152 @@ def _resolve(target: str) -> Callable[..., Any]:
 
 
 _REGISTRY: dict[str, ModelSpec] = {}
+_SOURCES: dict[str, tuple[object, str]] = {}  # name -> (plugin or None, registering module)
+_loading: list[object] = []  # the plugin being loaded (its str() describes it), innermost last
+
+
+class DuplicateModelError(ValueError):
+    """Two different models registered under one name; names who registered each."""
+
+
+class PluginError(RuntimeError):
+    """A plugin (entry point or ``$SOTER_BENCH_PLUGINS`` module) could not register its models."""
+
+
+class PluginImportError(ImportError, PluginError):
+    """A plugin could not be imported; names the entry point and its distribution, or the module."""
 
 
 def register(spec: ModelSpec) -> ModelSpec:
+    source = (_loading[-1] if _loading else None, sys._getframe(1).f_globals.get("__name__", "?"))
     if spec.name in _REGISTRY and _REGISTRY[spec.name] != spec:
-        raise ValueError(f"model name {spec.name!r} is registered twice")
+        before = _describe(*_SOURCES.get(spec.name, (None, "?")))
+        raise DuplicateModelError(f"model name {spec.name!r} is registered twice: by {_describe(*source)}, "
+                                  f"and before by {before}")
     _REGISTRY[spec.name] = spec
+    _SOURCES.setdefault(spec.name, source)
     return spec
 
 
+def _describe(plugin: object, module: str) -> str:
+    """Who registered a model: the plugin being loaded (if any) and the module that called register()."""
+    if plugin is None:
+        return f"module {module!r}"
+    return str(plugin) if module == __name__ else f"{plugin}, module {module!r}"
+
+
 PLUGINS_ENV = "SOTER_BENCH_PLUGINS"
+ENTRY_POINT_GROUP = "soter_bench.models"
+_entry_points_loaded = False  # every entry point of ENTRY_POINT_GROUP loaded (once per process)
+_done_entry_points: set[tuple[str, str]] = set()  # (name, value) of those loaded so far
+
+
+class _EntryPointPlugin:
+    """An entry point as error messages name it: its distribution, group, name and value."""
+
+    def __init__(self, ep: Any) -> None:
+        self.ep = ep
+
+    def __str__(self) -> str:
+        dist = getattr(self.ep, "dist", None)
+        try:
+            dist_name = dist.name if dist is not None else None
+        except Exception:  # a damaged METADATA file: the entry point still says enough
+            dist_name = None
+        return (f"plugin {dist_name or '(unknown distribution)'!r} "
+                f"(entry point {ENTRY_POINT_GROUP}: {self.ep.name} = {self.ep.value})")
+
+
+def _register_given(plugin: object, given: Any) -> None:
+    """Registers what an entry point's object gave: a ModelSpec, an iterable of them, or None."""
+    if given is None:
+        return
+    if isinstance(given, ModelSpec):
+        given = (given,)
+    elif isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
+        raise PluginError(f"{plugin} gave {type(given).__name__}; it must give a ModelSpec, "
+                          f"an iterable of ModelSpecs or None")
+    for spec in given:
+        if not isinstance(spec, ModelSpec):
+            raise PluginError(f"{plugin} gave a {type(spec).__name__} among its specs; "
+                              f"every item must be a ModelSpec")
+        register(spec)
+
+
+def _failure(plugin: object, exc: Exception, importing: bool) -> PluginError:
+    """A plugin's exception as one clear line naming the plugin (the original is chained to it)."""
+    importing = importing or isinstance(exc, ImportError)
+    reason = str(exc) if isinstance(exc, ImportError) else f"{type(exc).__name__}: {exc}"
+    if importing:
+        return PluginImportError(f"{plugin} failed to import: {reason}")
+    return PluginError(f"{plugin} failed: {reason}")
+
+
+def _load_entry_point(ep: Any) -> None:
+    plugin = _EntryPointPlugin(ep)
+    _loading.append(plugin)
+    try:
+        try:
+            target = importlib.import_module(ep.module)  # which may register models itself
+        except DuplicateModelError:
+            raise  # names the plugin already
+        except Exception as exc:  # an import error, or any error raised while the module runs
+            raise _failure(plugin, exc, importing=True) from exc
+        if ep.attr is None:
+            return
+        for part in ep.attr.split("."):  # "module:object": a callable giving specs, or a spec itself
+            if not hasattr(target, part):
+                raise PluginError(f"{plugin}: module {ep.module!r} has no attribute {ep.attr!r}")
+            target = getattr(target, part)
+        try:
+            given = target() if callable(target) else target
+        except DuplicateModelError:
+            raise
+        except Exception as exc:
+            raise _failure(plugin, exc, importing=False) from exc
+        _register_given(plugin, given)
+    finally:
+        _loading.pop()
+
+
+def _load_entry_points() -> None:
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    from importlib.metadata import entry_points  # imported here: `--help` does not need it
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        key = (ep.name, ep.value)
+        if key not in _done_entry_points:
+            _load_entry_point(ep)
+            _done_entry_points.add(key)
+    _entry_points_loaded = True
+
+
+def _load_env_plugins() -> None:
+    """The modules named in $SOTER_BENCH_PLUGINS (read on every call: tests change it)."""
+    for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
+        if module in sys.modules:
+            continue
+        plugin = f"plugin module {module!r} named in ${PLUGINS_ENV}"
+        _loading.append(plugin)
+        try:
+            importlib.import_module(module)
+        except DuplicateModelError:
+            raise  # names the plugin already
+        except Exception as exc:  # an import error, or any error raised while the module runs
+            reason = str(exc) if isinstance(exc, ImportError) else f"{type(exc).__name__}: {exc}"
+            raise PluginImportError(f"cannot import {plugin}: {reason}") from exc
+        finally:
+            _loading.pop()
 
 
 def _ensure_builtin() -> None:
     # Importing these packages registers their specs (cheap: no heavy imports).
     importlib.import_module("baselines")
     importlib.import_module("models.soter.registration")
-    # A user's own models: comma-separated importable modules that call register().
-    for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            raise ImportError(f"cannot import plugin module {module!r} named in ${PLUGINS_ENV}: {exc}") from exc
+    _load_entry_points()  # installed packages' models (entry points of group soter_bench.models)
+    _load_env_plugins()  # a user's modules named in $SOTER_BENCH_PLUGINS
 
 
 def all_specs() -> dict[str, ModelSpec]:
