@@ -3,7 +3,8 @@
 ``run_cell`` is a top-level function of a picklable cell, so any executor can run it.  The
 in-process caches below only avoid reloading the same dataset or model twice in one worker;
 results never depend on them.  Embeddings for classification are cached on disk (under
-``<out>/cache``) so that budgets and seeds share one embedding pass per model and fold.
+``<out>/cache``) so that the budgets of one seed share one embedding pass per model and fold
+(each seed draws its own segments).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from protocols.specs import ClassificationSpec, ForecastingSpec, ImputationSpec,
 from protocols.splits import Fold, get_fold
 
 TaskSpec = ForecastingSpec | NoiseSpec | ImputationSpec | ClassificationSpec
+WINDOW_ERRORS = "window_errors"  # a result's per-window arrays; not a record column (harness.window_store)
 
 
 @dataclass(frozen=True)
@@ -118,8 +120,12 @@ def _scored(cell: Cell, dataset: Dataset, model: Model, fold: Fold) -> dict[str,
     problem = _unscored_reason(cell, e, out.short_recordings, out.skipped_missing)
     if problem:
         return {"status": "error", "error": problem, "n_points": e.n, **counts, **extra}
-    return {"status": "ok", "rmse": e.rmse, "mae": e.mae, "sse": e.sse, "sae": e.sae, "n_points": e.n,
-            **counts, **extra}
+    row = {"status": "ok", "rmse": e.rmse, "mae": e.mae, "sse": e.sse, "sae": e.sae, "n_points": e.n,
+           **counts, **extra}
+    windows = getattr(out, "windows", None)
+    if windows is not None:  # per-window statistics: the runner writes them beside the records
+        row[WINDOW_ERRORS] = windows.arrays()
+    return row
 
 
 def _unscored_reason(cell: Cell, errors, short_recordings: int, skipped_missing: int) -> str | None:
@@ -151,7 +157,7 @@ def _classification(cell: Cell, dataset: Dataset) -> dict[str, object]:
         reason = _capable(model, cell)
         if reason is not None:
             return {"status": "unavailable", "error": reason}
-        segments = labelled_segments(dataset, spec)
+        segments = labelled_segments(dataset, spec, cell.seed)  # the seed draws the segments
         key = _embedding_key(cell, dataset)
 
         def embeddings(fold: Fold) -> np.ndarray:
@@ -165,12 +171,15 @@ def _classification(cell: Cell, dataset: Dataset) -> dict[str, object]:
 
 
 def _embedding_key(cell: Cell, dataset: Dataset) -> str:
-    text = f"{cell.model}|{cell.model_options}|{cell.spec.fingerprint()}|{dataset_fingerprint(dataset)}"
+    """The embedding cache entry of (model, options, spec, data, seed): the seed draws the segments,
+    so every seed has its own pass; the budgets of one seed share it."""
+    text = (f"{cell.model}|{cell.model_options}|{cell.spec.fingerprint()}|{dataset_fingerprint(dataset)}"
+            f"|seed={cell.seed}")
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
 def _cached_embeddings(root: Path, key: str, fold: str, compute) -> np.ndarray:
-    """One embedding pass per (model, data, spec, fold), shared by every budget and seed.
+    """One embedding pass per (model, data, spec, seed, fold), shared by the budgets of that seed.
 
     A lock file serialises workers that need the same entry; the array is written to a
     temporary file and renamed, so a crash never leaves a half-written cache entry.

@@ -5,6 +5,12 @@ model (normalised with the fold's training-subject MinMax); a StandardScaler +
 LogisticRegression probe is trained on the fold's training subjects only (on a stratified,
 seeded share of their segments, the label budget) and predicts the test subject.  Test
 predictions of all folds are pooled, then Macro-F1 and one-vs-rest Macro-AUROC computed.
+
+The run seed draws the data, never the optimiser: it sets each recording's segment offset
+(phase of the segment grid), which segments a subject keeps when more than
+``max_windows_per_subject`` qualify, and the label-budget subset.  The probe (lbfgs) is
+deterministic given its rows, so two runs with one seed agree exactly and runs with different
+seeds differ by the segments they saw, also at a 100 % budget.
 """
 
 from __future__ import annotations
@@ -52,14 +58,31 @@ def check_classifiable(dataset: Dataset) -> None:
                            "classification needs at least two")
 
 
-def labelled_segments(dataset: Dataset, spec: ClassificationSpec) -> LabelledSegments:
+def segment_offset(dataset: Dataset, rec: Recording, spec: ClassificationSpec, seed: int) -> int:
+    """Where a recording's segment grid starts, in [0, stride): drawn by (seed, dataset, recording)."""
+    stride = spec.stride or spec.length
+    rng = np.random.default_rng(stable_seed(seed, dataset.name, rec.subject, rec.name,
+                                            "classification-offset", spec.length, stride))
+    return int(rng.integers(stride))
+
+
+def labelled_segments(dataset: Dataset, spec: ClassificationSpec, seed: int = 0) -> LabelledSegments:
+    """The label-pure segments of one run: the seed draws every recording's grid offset and, where
+    a subject has more than ``max_windows_per_subject`` of them, which ones are kept."""
     check_classifiable(dataset)
-    sampling = SamplingSpec(max_windows_per_subject=spec.max_windows_per_subject, seed=0)
+    stride = spec.stride or spec.length
+    sampling = SamplingSpec(max_windows_per_subject=spec.max_windows_per_subject, seed=seed)
+
+    def accept(rec: Recording, starts: np.ndarray) -> np.ndarray:
+        # candidates come at every sample (stride 1); keep the seeded grid offset + k * stride
+        keep = starts % stride == segment_offset(dataset, rec, spec, seed)
+        keep[keep] = _pure(rec, starts[keep], spec.length)
+        return keep
+
     refs: list[WindowRef] = []
     for subject in dataset.subjects:
-        sel = select_segments(dataset, subject, spec.length, spec.stride or spec.length, sampling,
-                              tag=f"classification|{spec.length}",
-                              accept=lambda rec, starts: _pure(rec, starts, spec.length))
+        sel = select_segments(dataset, subject, spec.length, 1, sampling,
+                              tag=f"classification|{spec.length}", accept=accept)
         refs.extend(sel.windows)
     labels = np.array([dataset.recordings[r.recording].labels[r.start] for r in refs], dtype=np.int64)
     subjects = np.array([dataset.recordings[r.recording].subject for r in refs])
@@ -95,14 +118,16 @@ class PooledPredictions:
 
 
 def probe_fold(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, n_classes: int,
-               max_iter: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Labels and class probabilities [N, n_classes] (0 for classes absent from training)."""
+               max_iter: int) -> tuple[np.ndarray, np.ndarray]:
+    """Labels and class probabilities [N, n_classes] (0 for classes absent from training).
+
+    lbfgs minimises the convex L2-regularised log-loss from a zero start: the probe is a
+    deterministic function of its training rows, so no seed enters here (docs/protocols.md)."""
     from sklearn.linear_model import LogisticRegression  # sklearn (with scipy, pandas) takes ~1.5 s to import
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    probe = make_pipeline(StandardScaler(),
-                          LogisticRegression(max_iter=max_iter, random_state=seed))
+    probe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=max_iter))
     probe.fit(x_train, y_train)
     proba = np.zeros((x_test.shape[0], n_classes))
     proba[:, probe.classes_] = probe.predict_proba(x_test)
@@ -148,8 +173,9 @@ def evaluate_classification(
     embeddings: Callable[[Fold], np.ndarray] | None,
 ) -> ClassificationOutcome:
     """One (dataset, model, budget, seed) result; ``embeddings(fold)`` gives [N, D] for every
-    segment of ``labelled_segments`` under that fold's normalisation; None = random baseline."""
-    segments = labelled_segments(dataset, spec)
+    segment of ``labelled_segments(dataset, spec, seed)`` under that fold's normalisation (the
+    seed draws the segments, so the embeddings belong to this seed); None = random baseline."""
+    segments = labelled_segments(dataset, spec, seed)
     if segments.labels.size == 0:
         raise DatasetError(f"dataset {dataset.name!r}: no label-pure segment of {spec.length} samples")
     n_classes = len(dataset.label_names or ())
@@ -179,7 +205,7 @@ def evaluate_classification(
                 proba[:, classes[0]] = 1.0
             else:
                 y_pred, proba = probe_fold(x[train][subset], y_train[subset], x[test], n_classes,
-                                           spec.probe_max_iter, seed)
+                                           spec.probe_max_iter)
         pooled.y_true.append(segments.labels[test])
         pooled.y_pred.append(y_pred)
         pooled.proba.append(proba)

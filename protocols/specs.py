@@ -186,4 +186,6 @@ class ClassificationSpec:
             raise SpecError("length must be >= 2 and max_windows_per_subject >= 1")
 
     def fingerprint(self) -> str:
-        return f"classification;len={self.length};stride={self.stride};maxw={self.max_windows_per_subject}"
+        # segments=seed: the run seed draws the segments (grid offset and per-subject cap), since issue #15
+        return (f"classification;len={self.length};stride={self.stride};maxw={self.max_windows_per_subject}"
+                ";segments=seed")
