@@ -7,6 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
+from harness.executor import EXECUTORS
 from harness.runner import (
     DEFAULT_OUT, RECORDS_FILE, TASKS, RunConfig, default_models, execute, parse_model_option,
 )
@@ -64,7 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--segment-length", type=int, default=None,
                      help="imputation and classification: segment length in samples (default: 96 and 128)")
     run.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: %(default)s)")
-    run.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default: 1)")
+    run.add_argument("--jobs", type=int, default=1,
+                     help="parallel worker processes (default: 1); with --executor ray: CPUs of a local Ray instance")
+    run.add_argument("--executor", choices=EXECUTORS, default="local",
+                     help="local: this machine's processes (default); ray: cells as Ray tasks (pip install "
+                          "'soter-bench[ray]'), on the cluster at --ray-address or $RAY_ADDRESS, else a local instance")
+    run.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                     help="Ray cluster to join, e.g. auto or ray://HEAD:10001 (with --executor ray)")
     run.add_argument("--weights", nargs="+", default=[], metavar="MODEL=DIR",
                      help="local weights directory for a model, e.g. soter=checkpoints/soter-small")
     run.add_argument("--trust-remote-code", nargs="+", default=[], metavar="MODEL",
@@ -100,6 +107,10 @@ def _parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="every paper table and figure the records support, beside the paper's numbers")
     rep.add_argument("--results", type=Path, default=DEFAULT_OUT, help="folder holding records.csv (default: %(default)s)")
     rep.add_argument("--out", type=Path, default=Path("results/report"), help="report folder (default: %(default)s)")
+    rep.add_argument("--studies", type=Path, default=None, metavar="DIR",
+                     help="where the study runners wrote their files (default: searched under --results)")
+    rep.add_argument("--reference", default=None, metavar="MODEL",
+                     help="significance marks against MODEL instead of each cell's best model")
 
     fix = sub.add_parser("repair", help="keep the valid rows of a damaged records.csv and move the rest aside "
                                         "(deletes nothing)")
@@ -109,6 +120,11 @@ def _parser() -> argparse.ArgumentParser:
     table.add_argument("task", choices=TASKS)
     table.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder holding records.csv")
     table.add_argument("--format", choices=("text", "markdown", "latex"), default="text")
+    table.add_argument("--stats", action="store_true",
+                       help="also the statistics (forecasting, noise): leaderboard, significance marks with bootstrap "
+                            "intervals, critical-difference diagram (written under OUT/statistics)")
+    table.add_argument("--reference", default=None, metavar="MODEL",
+                       help="with --stats: test every model against MODEL instead of each cell's best")
     return p
 
 
@@ -144,7 +160,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "report":
             from harness.report import write_report
 
-            print(write_report(args.results, args.out))
+            print(write_report(args.results, args.out, studies=args.studies, reference=args.reference))
             return 0
         if args.command == "repair":
             return _repair(Path(args.out) / RECORDS_FILE)
@@ -197,7 +213,7 @@ def _run(args: argparse.Namespace) -> int:
     config = RunConfig(
         task=args.task, datasets=tuple(args.dataset), models=tuple(args.models),
         windows=tuple(WindowSpec.parse(w) for w in args.windows) if args.windows else None,
-        out=args.out, jobs=args.jobs, seeds=tuple(args.seeds) if args.seeds else None,
+        out=args.out, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address, seeds=tuple(args.seeds) if args.seeds else None,
         max_windows_per_subject=args.max_windows_per_subject, segment_length=args.segment_length,
         noise_levels=tuple(args.levels),
         missing_rates=tuple(r / 100 for r in args.rates), budgets=tuple(b / 100 for b in args.budgets),
@@ -257,7 +273,25 @@ def _table(args: argparse.Namespace) -> int:
     order = [m for m in [*all_specs(), "random"] if m in present]  # registry order, then the rest
     models = order + sorted(present - set(order))
     _publish(frame, args.task, Path(args.out), models or None, None, args.format)
+    if args.stats:
+        _print_statistics(frame, args.task, Path(args.out), args.reference)
     return 0
+
+
+def _print_statistics(frame, task: str, out: Path, reference: str | None) -> None:
+    from harness.stats_report import STAT_TASKS, write_statistics
+
+    if task not in STAT_TASKS:
+        raise ValueError(f"--stats covers the tasks that score windows ({', '.join(STAT_TASKS)}), not {task}")
+    done = write_statistics(frame[frame["task"] == task], out, out / "statistics", reference=reference)
+    folder = out / "statistics"
+    for name in (f"leaderboard_{task}.txt", f"significance_rmse_{task}_grid.txt"):
+        if (folder / name).exists():
+            print((folder / name).read_text())
+    for line in done.produced:
+        print(f"statistics: {line}")
+    for what, why in done.missing:
+        print(f"not computed: {what}: {why}")
 
 
 def _list(what: str) -> int:

@@ -1,4 +1,4 @@
-"""The one seam through which cells run: in process, in local processes, later a cluster.
+"""The one seam through which cells run: in process, in local processes, or on Ray (executor_ray).
 
 A cell is a picklable description plus a top-level function; nothing in it may depend on
 state of the process that submitted it.
@@ -18,15 +18,18 @@ R = TypeVar("R")
 
 
 class Executor(Protocol):
-    def run(self, fn: Callable[[C], R], cells: Iterable[C]) -> Iterator[tuple[C, R]]:
-        """Yield (cell, result) as each cell finishes, in any order."""
+    def run(self, fn: Callable[[C], R], cells: Iterable[C],
+            on_lost: Callable[[C, BaseException], R] | None = None) -> Iterator[tuple[C, R]]:
+        """Yield (cell, result) as each cell finishes, in any order. A cell whose worker was lost
+        (an executor that can tell which cell that was) yields ``on_lost(cell, error)``."""
         ...
 
     def close(self) -> None: ...
 
 
 class SerialExecutor:
-    def run(self, fn: Callable[[C], R], cells: Iterable[C]) -> Iterator[tuple[C, R]]:
+    def run(self, fn: Callable[[C], R], cells: Iterable[C],
+            on_lost: Callable[[C, BaseException], R] | None = None) -> Iterator[tuple[C, R]]:
         for cell in cells:
             yield cell, fn(cell)
 
@@ -77,7 +80,9 @@ class ProcessExecutor:
             initargs=(os.getpid(),),
         )
 
-    def run(self, fn: Callable[[C], R], cells: Iterable[C]) -> Iterator[tuple[C, R]]:
+    def run(self, fn: Callable[[C], R], cells: Iterable[C],
+            on_lost: Callable[[C, BaseException], R] | None = None) -> Iterator[tuple[C, R]]:
+        # a dead worker breaks the whole pool and no future says whose cell killed it: on_lost is unused
         pending: dict[Future, C] = {}
         queue = iter(cells)  # drawn lazily: the caller may skip cells that became done meanwhile
         exhausted = False
@@ -100,5 +105,17 @@ class ProcessExecutor:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def make_executor(jobs: int) -> Executor:
+EXECUTORS = ("local", "ray")
+
+
+def make_executor(jobs: int, kind: str = "local", address: str | None = None,
+                  resources: Callable[[object], dict[str, float]] | None = None) -> Executor:
+    """``local``: in process (jobs 1) or ``jobs`` worker processes; ``ray``: Ray tasks on the cluster at
+    ``address`` (else a local Ray instance with ``jobs`` CPUs when jobs > 1, all cores otherwise)."""
+    if kind == "ray":
+        from harness.executor_ray import RayExecutor
+
+        return RayExecutor(address, resources, num_cpus=jobs if jobs > 1 else None)
+    if kind != "local":
+        raise ValueError(f"unknown executor {kind!r}; known: {', '.join(EXECUTORS)}")
     return SerialExecutor() if jobs <= 1 else ProcessExecutor(jobs)

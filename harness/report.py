@@ -9,10 +9,18 @@ One unit everywhere: every RMSE, MAE, Macro-F1 and Macro-AUROC is x100 (``tables
 the paper's alike (the paper printed its per-window and imputation tables unscaled; they are
 rescaled here), shown with two decimals.  A cell this run lacks is listed as missing with the
 reason; it is never filled from the paper.
+
+The training studies' tables (ablation, sensitivity, pre-training exposure, corpus-matched) come from
+the files their runners write (``models.soter.training.studies``; :data:`STUDY_OUTPUTS`), found
+anywhere under ``--results`` (or under ``studies=`` of :func:`write_report`): this run's table of
+each is rendered like the task tables and compared with the paper's.  Rows of ``soter-authors``
+(the authors' released checkpoint) are compared with the paper's SOTER rows, labelled
+``SOTER (authors' checkpoint)``, apart from our own ``soter``.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from harness import paper
-from harness.tables import SCALE, classification_table, label_efficiency_table, pooled, render, task_tables
+from harness.tables import (SCALE, Column, Entry, Table, classification_table, error_table, label_efficiency_table,
+                            pooled, render, task_tables)
 
 DATASETS = {"heartrate": "HeartRate", "mitbih": "MIT-BIH", "scientisst-move": "ScientiSST MOVE",
             "ieee-ppg": "IEEE PPG", "mmash": "MMASH", "wdd": "WDD"}
@@ -34,23 +43,52 @@ COPIED_FIGURES = {  # made by other commands, copied in when found under --resul
     "gate similarity": ("gate-similarity-*.png", "needs a trained SOTER (`python -m models.soter.gates`)"),
     "pre-training convergence": ("pretrain_log.png", "needs a pre-training run's `pretrain_log.png` under --results"),
 }
+STUDY = "python -m models.soter.training.studies"
+STUDY_OUTPUTS = {  # paper table -> (file its study runner writes, what makes it): found anywhere under --results
+    "tab:ablation": ("ablation_records.csv", f"needs the ablation study's records (`{STUDY} train --study ablation "
+                     "--out OUT ...`, then `evaluate --study ablation --out OUT`), i.e. variants trained on a GPU"),
+    "tab:corpus_matched": ("corpus_matched_records.csv", "needs SOTER and the Chronos-2 retrained from scratch on the "
+                           f"same corpus (`{STUDY} train --study corpus-matched --out OUT ...`, then `evaluate --study "
+                           "corpus-matched --out OUT`), trained on a GPU"),
+    "tab:pretraining_exposure": ("exposure_records.csv", "needs the exposure checkpoints of a pre-training run "
+                                 f"evaluated on the paper's datasets (`{STUDY} evaluate --study exposure --out RUN`)"),
+    "tab:sensitivity": ("sensitivity.csv", f"needs the sensitivity study (`{STUDY} train --study sensitivity --out OUT "
+                        "...`, then `evaluate --study sensitivity --out OUT --dataset mitbih`), trained on a GPU"),
+}
 WHY_NOT = {
-    "tab:ablation": "needs the ablation study's records (`python -m models.soter.training.studies evaluate --study "
-                    "ablation`), i.e. variants trained on a GPU",
-    "tab:corpus_matched": "needs SOTER and the Chronos-2 retrained from scratch on the same corpus "
-                          "(`python -m baselines.scratch.chronos2`), trained on a GPU",
-    "tab:pretraining_exposure": "needs the exposure checkpoints of a pre-training run evaluated on the paper's datasets",
-    "tab:sensitivity": "needs the sensitivity study (`python -m models.soter.training.studies --study sensitivity`) "
-                       "trained on a GPU",
+    **{label: why for label, (_, why) in STUDY_OUTPUTS.items()},
     "tab:eval-stats": "comes from `python -m harness data stats`, not from records",
 }
+STUDY_CAPTIONS = {
+    "tab:ablation": "Ablation (this run's study): zero-shot forecasting RMSE and MAE in normalised space, x100, mean "
+                    "± std over windows (folds pooled); one row per variant, all trained with one recipe and budget.",
+    "tab:corpus_matched": "Corpus-matched comparison (this run's study): SOTER and Chronos-2 trained from scratch on "
+                          "the same corpus with the same budget, and the released Chronos2-Small; zero-shot "
+                          "forecasting RMSE and MAE in normalised space, x100, mean ± std over windows (folds pooled).",
+    "tab:pretraining_exposure": "Cumulative pre-training exposure (this run's study): the checkpoints kept at each "
+                                "share of one pre-training run's steps; zero-shot forecasting RMSE and MAE in "
+                                "normalised space, x100, mean ± std over windows (folds pooled).",
+}
+DFT_NAMES = {"fast": "Parallel Prefix", "loop": "For Loop"}  # our dft_impl -> the paper's row name
+RK4_TOLERANCE = 1e-5  # rk4 ignores tolerances: our one rk4 run per DFT stands beside the paper's rk4 row at this one
+COMPARISON_NOTES = {
+    "tab:sensitivity": "rk4 is a fixed-step solver and ignores tolerances: the study trains it once per DFT "
+                       "implementation, and that run stands beside the paper's rk4 row at 1e-5 (SOTER's tolerance); "
+                       "the paper printed four rk4 rows per DFT. Seconds per step depend on the hardware and the "
+                       "model size of the study.",
+    "tab:corpus_matched": "The paper retrains MIRA-Large; this study retrains the Chronos-2 architecture (MIRA does "
+                          "not install here), so its Chronos-2 rows have no paper counterpart; SOTER's row does.",
+}
+AUTHORS = "soter-authors"
+AUTHORS_LABEL = "SOTER (authors' checkpoint)"
+PAPER_ROW = {AUTHORS_LABEL: "SOTER"}  # our rows compared with a paper row of another name
 
 
 def paper_model_names() -> dict[str, str]:
     from baselines.foundation import CARDS
 
     names = {card.name: card.paper_name for card in CARDS.values()}
-    return {**names, "soter": "SOTER", "random": "Random Baseline"}
+    return {**names, "soter": "SOTER", AUTHORS: AUTHORS_LABEL, "random": "Random Baseline"}
 
 
 def our_cells(frame: pd.DataFrame) -> pd.DataFrame:
@@ -101,14 +139,35 @@ def our_cells(frame: pd.DataFrame) -> pd.DataFrame:
                                        "ours_std", "status", "reason"])
 
 
+def _tolerance(value) -> str:
+    """A tolerance as the paper printed it: 1e-5 (not 1e-05)."""
+    return re.sub(r"e([+-])0*(\d)", r"e\1\2", f"{float(value):.0e}")
+
+
+def _row_labels(paper_table: pd.DataFrame) -> pd.Series:
+    """The name of each paper row: its first label column (method, exposure, dataset ...), without the
+    LaTeX indentation the transcription kept (``\\quad w/o CD Layer``); the sensitivity table's rows
+    are named by all three of theirs (``Parallel Prefix, dopri5, 1e-5``)."""
+    if {"dft", "solver", "tolerance"} <= set(paper_table.columns):
+        return paper_table["dft"] + ", " + paper_table["solver"] + ", " + paper_table["tolerance"].map(_tolerance)
+    first = paper_table.columns[1]
+    return paper_table[first].astype(str).str.replace(r"^(\\quad\s*)+", "", regex=True).str.strip()
+
+
 def compare(paper_table: pd.DataFrame, ours: pd.DataFrame) -> pd.DataFrame:
     """Every cell of one paper table with ours beside it (NaN where this run has none); the paper's
-    RMSE, MAE, Macro-F1 and Macro-AUROC rescaled to x100 whatever scale it printed them in."""
+    RMSE, MAE, Macro-F1 and Macro-AUROC rescaled to x100 whatever scale it printed them in.  Rows of
+    ours named in :data:`PAPER_ROW` (the authors' checkpoint) get a copy of that paper row beside them;
+    ``paper_row`` names the paper's row each line belongs to."""
     label = paper_table["table"].iloc[0]
     mine = ours[ours["table"] == label]
     key = ["method", "dataset", "metric", "condition"]
-    first = paper_table.columns[1]  # the row label: method, exposure, dataset, dft ...
-    merged = paper_table.assign(method=paper_table[first]).merge(
+    base = paper_table.assign(method=_row_labels(paper_table), dataset=paper_table["dataset"].fillna(""),
+                              condition=paper_table["condition"].fillna(""))
+    base = base.assign(paper_row=base["method"])
+    copies = [base[base["method"] == row].assign(method=alias) for alias, row in PAPER_ROW.items()
+              if (mine["method"] == alias).any()]
+    merged = pd.concat([base, *copies], ignore_index=True).merge(
         mine[key + ["ours", "ours_std", "status", "reason"]], on=key, how="left")
     factor = np.where(merged["metric"].isin(SCALED_METRICS), SCALE / pd.to_numeric(merged["scale"]), 1.0)
     merged["paper"] = pd.to_numeric(merged["value"], errors="coerce") * factor
@@ -151,14 +210,22 @@ def _unit_line(merged: pd.DataFrame) -> str:
     return " ".join(parts)
 
 
-def comparison_markdown(label: str, caption: str, merged: pd.DataFrame, extra_ours: pd.DataFrame) -> str:
+def comparison_markdown(label: str, caption: str, merged: pd.DataFrame, extra_ours: pd.DataFrame,
+                        note: str = "") -> str:
+    own = merged["method"] == merged["paper_row"] if "paper_row" in merged else pd.Series(True, merged.index)
     both = merged[merged["ours"].notna()]
+    common, borrowed = int((own & merged["ours"].notna()).sum()), int((~own & merged["ours"].notna()).sum())
     out = [f"# {label}", "", f"Paper: {caption}", "", _unit_line(merged), ""]
+    if note:
+        out += [note, ""]
     if both.empty:
-        out.append(f"No cell in common with this run ({len(merged)} paper cells; this run has no records for "
+        out.append(f"No cell in common with this run ({int(own.sum())} paper cells; this run has no records for "
                    "these datasets and models).")
     else:
-        out += [f"{len(both)} of {len(merged)} paper cells have a number from this run:", "",
+        also = "" if not borrowed else (
+            f"; {borrowed} more put the authors' released checkpoint (`{AUTHORS}`, \"{AUTHORS_LABEL}\") beside "
+            "the paper's SOTER numbers, apart from our own `soter` (\"SOTER\")")
+        out += [f"{common} of {int(own.sum())} paper cells have a number from this run{also}:", "",
                 _markdown(both.rename(columns=UNIT_HEADERS),
                           ["method", "dataset", "metric", "condition", *UNIT_HEADERS.values(), "status"])]
     if not extra_ours.empty:
@@ -193,28 +260,182 @@ class Report:
         return self.summary()
 
 
-def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR) -> Report:
-    """Every table and figure the records under ``results`` support, written under ``out``."""
+def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, studies: Path | None = None,
+                 reference: str | None = None) -> Report:
+    """Every table and figure the records under ``results`` support, written under ``out``; the study
+    tables from the study runners' files found under ``studies`` (default: the ``results`` folder);
+    the statistics (statistics/) test each model against ``reference`` (default: each cell's best)."""
     from harness.store import COLUMNS, read_records
 
     records_file = results / "records.csv" if results.is_dir() else results
     frame = read_records(records_file) if records_file.is_file() else pd.DataFrame(columns=list(COLUMNS))
+    root = Path(studies) if studies is not None else results.parent if results.is_file() else results
     out.mkdir(parents=True, exist_ok=True)
     produced = _task_tables(frame, out)
     made, missing = _task_figures(frame, out)
     produced += made
     made, not_found = _copied_figures(results.parent if results.is_file() else results, out)
     produced, missing = produced + made, missing + not_found
-    made, not_compared = _comparisons(our_cells(frame), paper.load(paper_dir), out)
+    made, why_not, cells = _study_tables(root, out)
+    produced += made
+    ours = our_cells(frame)
+    if len(cells):
+        ours = pd.concat([c for c in (ours, cells) if len(c)], ignore_index=True)
+    made, not_compared = _comparisons(ours, paper.load(paper_dir), out, why_not)
     produced, missing = produced + made, missing + not_compared
+    from harness.stats_report import write_statistics  # scipy, statsmodels: only when a report is written
+
+    statistics = write_statistics(frame, results.parent if results.is_file() else results, out / "statistics",
+                                  reference=reference)
+    produced, missing = produced + statistics.produced, missing + statistics.missing
     report = out / "REPORT.md"
     report.write_text("\n".join([
-        "# Report", "", f"Records: {records_file} ({len(frame)} rows). Paper tables: {paper_dir}.", "",
+        "# Report", "", f"Records: {records_file} ({len(frame)} rows). Paper tables: {paper_dir}. "
+        f"Study outputs ({', '.join(f for f, _ in STUDY_OUTPUTS.values())}): searched under {root}.", "",
         "Units: every RMSE and MAE (normalised space), Macro-F1 and Macro-AUROC is x100, shown with two decimals, "
         "in tables, comparisons and figures alike.", "",
         "## Produced", "", *[f"- {p}" for p in produced], "", "## Not produced", "",
         *[f"- {what}: {why}" for what, why in missing], ""]))
     return Report(report, tuple(produced), tuple(missing))
+
+
+# -- the training studies' tables --------------------------------------------------------------------
+TEXT_COLUMNS = ("task", "dataset", "fold", "window", "condition", "model", "status", "error", "details", "variant",
+                "variant_label")
+
+
+def find_study_outputs(root: Path, out: Path | None = None) -> dict[str, list[Path]]:
+    """Paper table -> the files of its study found under ``root`` (newest first; never under ``out``)."""
+    found = {}
+    for label, (name, _) in STUDY_OUTPUTS.items():
+        files = [f for f in (Path(root).glob(f"**/{name}") if Path(root).is_dir() else [])
+                 if f.is_file() and (out is None or not f.resolve().is_relative_to(Path(out).resolve()))]
+        found[label] = sorted(files, key=lambda f: f.stat().st_mtime, reverse=True)
+    return found
+
+
+def read_study(label: str, path: Path) -> pd.DataFrame:
+    """One study runner's output file; ``ValueError`` naming the file when it holds nothing usable."""
+    from harness.store import INTEGER, NUMERIC
+
+    try:
+        frame = pd.read_csv(path, dtype={c: str for c in TEXT_COLUMNS})
+    except pd.errors.EmptyDataError:
+        frame = pd.DataFrame()
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not readable ({exc})") from exc
+    needs = (("dft_impl", "solver", "tolerance", "rmse", "mae", "step_seconds", "dataset") if label == "tab:sensitivity"
+             else ("variant_label", "task", "dataset", "window", "condition", "status", "sse", "sae", "n_points"))
+    lacking = [c for c in needs if c not in frame.columns]
+    if frame.empty:
+        raise ValueError(f"{path} has no rows (no variant had been trained when the study was evaluated)")
+    if lacking:
+        raise ValueError(f"{path} lacks the column(s) {', '.join(lacking)}")
+    for c in TEXT_COLUMNS:
+        if c in frame.columns:
+            frame[c] = frame[c].fillna("")
+    for c in (*NUMERIC, *INTEGER, "step_seconds", "tolerance", "context", "horizon", "samples", "steps"):
+        if c in frame.columns:
+            frame[c] = pd.to_numeric(frame[c], errors="coerce")
+    return frame
+
+
+def _by_variant(frame: pd.DataFrame) -> pd.DataFrame:
+    """A study's records with each variant as the model (its label: the paper's row name)."""
+    return frame.assign(model=frame["variant_label"])
+
+
+def study_table(label: str, frame: pd.DataFrame) -> Table:
+    """This run's table of one study, in the layout of the task tables (rendered by ``tables.render``)."""
+    if label == "tab:sensitivity":
+        return _sensitivity_table(frame)
+    f = _by_variant(frame)
+    f = f.assign(dataset=f["dataset"].map(lambda d: DATASETS.get(d, d)))
+    return error_table(f, "forecasting", "clean", list(dict.fromkeys(f["model"])), None, STUDY_CAPTIONS[label])
+
+
+def _sensitivity_label(row, rk4_tolerance: bool = False) -> str:
+    dft = DFT_NAMES.get(row["dft_impl"], row["dft_impl"])
+    if row["solver"] == "rk4" and not rk4_tolerance:
+        return f"{dft}, rk4"
+    tol = RK4_TOLERANCE if row["solver"] == "rk4" else row["tolerance"]
+    return f"{dft}, {row['solver']}, {_tolerance(tol)}"
+
+
+def _sensitivity_window(frame: pd.DataFrame) -> pd.Series:
+    if {"context", "horizon"} <= set(frame.columns):
+        return frame["context"].map(lambda c: f"{int(c)}") + "/" + frame["horizon"].map(lambda h: f"{int(h)}")
+    return pd.Series("window not recorded", index=frame.index)
+
+
+def _dataset(name: str) -> str:
+    """The paper's name of a harness dataset; a folder given by path by its folder name."""
+    return DATASETS.get(name, Path(name).name if "/" in name else name)
+
+
+def _sensitivity_table(frame: pd.DataFrame) -> Table:
+    datasets = list(dict.fromkeys(frame["dataset"].map(_dataset)))
+    group = ", ".join(datasets)
+    columns = (Column(group, "RMSE"), Column(group, "MAE"), Column("training", "s/step"))
+    entries, models = {}, []
+    for _, r in frame.iterrows():
+        name = _sensitivity_label(r)
+        models.append(name)
+        for col, value in zip(columns, (r["rmse"] * SCALE, r["mae"] * SCALE, r["step_seconds"])):
+            ok = np.isfinite(value)
+            entries[(name, col)] = Entry(float(value), np.nan, int(ok), 1, "ok" if ok else "error")
+    first = frame.iloc[0]
+    how = (f"{int(first['samples'])} windows of {_sensitivity_window(frame).iloc[0]}, seed {int(first['seed'])}, "
+           if {"samples", "seed", "context", "horizon"} <= set(frame.columns) else "")
+    steps = " or ".join(str(int(s)) for s in dict.fromkeys(frame["steps"])) if "steps" in frame.columns else "?"
+    caption = (f"Sensitivity (this run's study): DFT implementation x solver x tolerance, zero-shot forecasting on "
+               f"{group} ({how}{first.get('rollout', '')} rollout), RMSE and MAE in normalised space, x100; "
+               f"seconds per training step from each run's log (runs of {steps} steps).")
+    notes = ("rk4 ignores tolerances: one rk4 run per DFT implementation",) if (frame["solver"] == "rk4").any() else ()
+    return Table(caption, columns, tuple(models), entries, notes)
+
+
+def study_cells(label: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """A study's cells in the paper's names, conditions and scales (the rows of :func:`our_cells`)."""
+    if label != "tab:sensitivity":
+        cells = our_cells(_by_variant(frame))
+        return cells[cells["table"] == "tab:main_results"].assign(table=label)
+    rows = []
+    windows = _sensitivity_window(frame)
+    for i, r in frame.iterrows():
+        base = {"table": label, "model": r.get("variant", ""), "method": _sensitivity_label(r, rk4_tolerance=True),
+                "dataset": _dataset(r["dataset"]), "ours_std": np.nan, "reason": ""}
+        for metric, condition, value in (("RMSE", windows[i], r["rmse"] * SCALE), ("MAE", windows[i], r["mae"] * SCALE),
+                                         ("latency_s_per_step", "", r["step_seconds"])):
+            rows.append({**base, "metric": metric, "condition": condition, "ours": float(value),
+                         "status": "ok" if np.isfinite(value) else "error"})
+    return pd.DataFrame(rows)
+
+
+def _study_tables(root: Path, out: Path) -> tuple[list[str], dict[str, str], pd.DataFrame]:
+    """Each study's table from its runner's file under ``root`` (Markdown and LaTeX, like the task
+    tables): (what was produced, why each study not rendered was not, the studies' cells)."""
+    produced, why_not, cells = [], {}, []
+    for label, files in find_study_outputs(root, out).items():
+        name, how = STUDY_OUTPUTS[label]
+        if not files:
+            why_not[label] = f"{how}; no {name} found under {root}"
+            continue
+        try:
+            frame = read_study(label, files[0])
+        except ValueError as exc:
+            why_not[label] = f"{exc}; {how}"
+            continue
+        table = study_table(label, frame)
+        stem = label.split(":", 1)[1]
+        for style, ext in (("markdown", "md"), ("latex", "tex")):
+            path = out / "tables" / f"{stem}.{ext}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render(table, style))
+        older = f"; {len(files) - 1} older {name} ignored ({', '.join(map(str, files[1:]))})" if len(files) > 1 else ""
+        produced.append(f"{label}: this run's study table from {files[0]} (tables/{stem}.md and .tex){older}")
+        cells.append(study_cells(label, frame))
+    return produced, why_not, pd.concat(cells, ignore_index=True) if cells else pd.DataFrame()
 
 
 def _tasks(frame: pd.DataFrame) -> list[str]:
@@ -273,9 +494,11 @@ def _copied_figures(root: Path, out: Path) -> tuple[list[str], list[tuple[str, s
     return produced, missing
 
 
-def _comparisons(ours: pd.DataFrame, tables: dict[str, pd.DataFrame],
-                 out: Path) -> tuple[list[str], list[tuple[str, str]]]:
-    """One comparison file per paper table: (tables compared, tables not compared with why)."""
+def _comparisons(ours: pd.DataFrame, tables: dict[str, pd.DataFrame], out: Path,
+                 why_not: dict[str, str] | None = None) -> tuple[list[str], list[tuple[str, str]]]:
+    """One comparison file per paper table: (tables compared, tables not compared with why).
+    ``why_not``: the study tables that could not be rendered, with why (the others were)."""
+    why_not = {} if why_not is None else why_not
     produced, missing = [], []
     for label, ptable in tables.items():
         merged = compare(ptable, ours)
@@ -286,12 +509,20 @@ def _comparisons(ours: pd.DataFrame, tables: dict[str, pd.DataFrame],
         name = label.split(":", 1)[1]
         path = out / "comparison" / f"{name}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(comparison_markdown(label, ptable.attrs["caption"], merged, extra))
-        common = int(merged["ours"].notna().sum())
-        if common:
-            produced.append(f"{label}: {common} of {len(merged)} cells compared (comparison/{name}.md)")
+        path.write_text(comparison_markdown(label, ptable.attrs["caption"], merged, extra,
+                                            COMPARISON_NOTES.get(label, "")))
+        own = merged["method"] == merged["paper_row"]
+        common, cells = int(merged.loc[own, "ours"].notna().sum()), int(own.sum())
+        authors = int(merged.loc[~own, "ours"].notna().sum())
+        if common or authors:
+            also = f", and {authors} of the authors' checkpoint beside the paper's SOTER" if authors else ""
+            produced.append(f"{label}: {common} of {cells} cells compared{also} (comparison/{name}.md)")
+        elif label in STUDY_OUTPUTS and label not in why_not:
+            produced.append(f"{label}: 0 of {cells} cells in common with the paper's (this run's study has "
+                            f"{len(mine)} cells, of other datasets or variants: comparison/{name}.md)")
         else:
-            why = WHY_NOT.get(label, "this run has no records for the paper's datasets and models in it"
-                              + (" (this run's own cells are under comparison/)" if len(mine) else ""))
+            why = why_not.get(label) or WHY_NOT.get(label, "this run has no records for the paper's datasets and "
+                                                    "models in it" + (" (this run's own cells are under comparison/)"
+                                                                      if len(mine) else ""))
             missing.append((label, why))
     return produced, missing

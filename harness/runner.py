@@ -9,10 +9,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.cells import Cell, run_cell
-from harness.executor import make_executor
+from harness.cells import WINDOW_ERRORS, Cell, run_cell
+from harness.executor import EXECUTORS, make_executor
 from harness.progress import Progress
 from harness.store import RecordStore, row_key
+from harness.window_store import write_window_errors
 from models.registry import all_specs, get_spec
 from protocols.classification import RANDOM_BASELINE, check_classifiable
 from protocols.data import dataset_fingerprint
@@ -41,7 +42,9 @@ class RunConfig:
     models: tuple[str, ...] = ()  # empty: every default model of the task
     windows: tuple[WindowSpec, ...] | None = None  # forecasting: the paper's four; noise: 96/48
     out: Path = DEFAULT_OUT
-    jobs: int = 1
+    jobs: int = 1  # local worker processes; with --executor ray: CPUs of the local Ray instance
+    executor: str = "local"  # --executor local | ray
+    ray_address: str | None = None  # --ray-address; None: $RAY_ADDRESS, else a local Ray instance
     seeds: tuple[int, ...] | None = None  # forecasting/noise: (0,); imputation/classification: (0, 1, 2)
     max_windows_per_subject: int | None = None
     segment_length: int | None = None  # imputation and classification segments (samples)
@@ -61,6 +64,10 @@ class RunConfig:
             raise ValueError(f"unknown task {self.task!r}; known tasks: {', '.join(TASKS)}")
         if self.jobs < 1:
             raise ValueError("--jobs must be >= 1")
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"unknown --executor {self.executor!r}; known: {', '.join(EXECUTORS)}")
+        if self.ray_address is not None and self.executor != "ray":
+            raise ValueError("--ray-address needs --executor ray")
         if self.seeds is not None and (not self.seeds or min(self.seeds) < 0):
             raise ValueError("--seeds must be non-negative integers")
         self.specs(0)  # validate every task parameter now
@@ -138,15 +145,23 @@ def _model_options(config: RunConfig, model: str, device: str = "cpu") -> tuple[
     return tuple(sorted(opts.items()))
 
 
-def resolve_device(text: str) -> str:
+def resolve_device(text: str, cluster_gpus: int | None = None) -> str:
     """``--device``: auto -> cuda when torch sees a GPU, else cpu; cuda[:N] must exist here.
 
     On the CPU nothing is passed to the models, so CPU records keep their keys; on a GPU the device is
-    part of each model's options, hence of its record key, and named in ``model_info``."""
+    part of each model's options, hence of its record key, and named in ``model_info``. On a Ray
+    cluster (``cluster_gpus`` given) the cluster's GPUs count, not the driver's, and Ray assigns each
+    task its GPU, so only ``cuda`` (the task's own GPU) makes sense."""
     if text == "cpu":
         return "cpu"
     if text != "auto" and text != "cuda" and not (text.startswith("cuda:") and text[5:].isdigit()):
         raise SpecError(f"--device must be auto, cpu, cuda or cuda:N, got {text!r}")
+    if cluster_gpus is not None:
+        if text.startswith("cuda:"):
+            raise SpecError(f"--device {text}: with --executor ray, Ray gives each task its GPU; use --device cuda")
+        if cluster_gpus == 0 and text == "cuda":
+            raise SpecError("--device cuda: the Ray cluster has no GPU (use --device cpu or auto)")
+        return "cuda" if cluster_gpus > 0 else "cpu"
     import importlib.util
 
     if importlib.util.find_spec("torch") is None:
@@ -242,8 +257,9 @@ def _task_points(config: RunConfig, spec) -> list[tuple[str, str, float | None]]
     return [(str(spec.length), f"budget={b * 100:g}%", b) for b in spec.budgets]
 
 
-def plan(config: RunConfig) -> tuple[list[tuple[Cell, dict[str, object]]], RunSummary]:
-    """Resolve names (errors before any work starts) and list every cell with its key fields."""
+def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple[Cell, dict[str, object]]], RunSummary]:
+    """Resolve names (errors before any work starts) and list every cell with its key fields.
+    ``cluster_gpus``: the GPUs of the Ray cluster the cells will run on (None: this machine's)."""
     dataset_refs = config.datasets or default_datasets()
     model_names = config.models or default_models(config.task)
     for name in model_names:
@@ -259,7 +275,7 @@ def plan(config: RunConfig) -> tuple[list[tuple[Cell, dict[str, object]]], RunSu
     cells: list[tuple[Cell, dict[str, object]]] = []
     identities: dict[str, str] = {}  # model -> digest of its weights and options (part of the row key)
     root = resolve_data_root(config.data_root)
-    device = resolve_device(config.device)
+    device = resolve_device(config.device, cluster_gpus)
     for ref in dataset_refs:
         resolved = str(Path(ref).resolve()) if is_path_like(ref) else ref
         dataset = load_dataset(resolved, data_root=root)
@@ -291,8 +307,32 @@ def plan(config: RunConfig) -> tuple[list[tuple[Cell, dict[str, object]]], RunSu
     return cells, summary
 
 
+def cell_resources(cell: Cell) -> dict[str, float]:
+    """What a cell asks a cluster for: a GPU when its model runs on one, else one CPU."""
+    on_gpu = str(dict(cell.model_options).get("device", "cpu")).startswith("cuda")
+    return {"num_cpus": 1, "num_gpus": 1} if on_gpu else {"num_cpus": 1}
+
+
+def lost_cell_row(cell: Cell, error: BaseException) -> dict[str, object]:
+    """The row of a cell whose worker died under it (killed, out of memory, its node lost)."""
+    detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return {"status": "error", "error": f"the worker running this cell was lost ({type(error).__name__}): {detail}"[:2000],
+            "seconds": None}
+
+
 def execute(config: RunConfig, log=print) -> RunSummary:
-    cells, summary = plan(config)
+    # a cluster is joined before planning: --device auto asks it, not this machine, for GPUs
+    executor = make_executor(config.jobs, config.executor, config.ray_address, cell_resources)
+    try:
+        return _execute(config, executor, log)
+    finally:
+        executor.close()
+
+
+def _execute(config: RunConfig, executor, log) -> RunSummary:
+    cells, summary = plan(config, getattr(executor, "cluster_gpus", None))
+    if config.executor == "ray":
+        log(f"[ray] cells run as Ray tasks on {executor.cluster_cpus} CPU(s) and {executor.cluster_gpus} GPU(s)")
     store = RecordStore(config.records_path)
     version = code_version()
     pending: list[tuple[Cell, dict[str, object]]] = []
@@ -320,7 +360,6 @@ def execute(config: RunConfig, log=print) -> RunSummary:
     measured = store.seconds_by_model(config.task)  # earlier runs' cell costs: probe order and time left
     pending = _cost_probes_first(pending, measured)
     fields_of = {cell: fields for cell, fields in pending}
-    executor = make_executor(config.jobs)
     bar = Progress(config.task, [c.model for c, _ in pending], measured,
                    enabled=config.progress)
 
@@ -337,8 +376,9 @@ def execute(config: RunConfig, log=print) -> RunSummary:
             yield cell
 
     try:
-        for cell, result in executor.run(run_cell, not_done_elsewhere()):
+        for cell, result in executor.run(run_cell, not_done_elsewhere(), lost_cell_row):
             fields = fields_of[cell]
+            write_window_errors(config.out, str(fields["key"]), result.pop(WINDOW_ERRORS, None))  # before its row
             store.write({**fields, **result, "code_version": version,
                          "finished_at": _now()})
             summary.ran += 1
@@ -346,7 +386,6 @@ def execute(config: RunConfig, log=print) -> RunSummary:
             bar.finished(cell.model, float(seconds) if isinstance(seconds, (int, float)) else None)
     finally:
         bar.close()
-        executor.close()
     for key in summary.keys:
         row = store.get(key)
         status = row["status"] if row else "missing"

@@ -11,7 +11,7 @@ import numpy as np
 from models import interface
 from models.interface import Model, SeriesBatch
 from protocols.data import Dataset
-from protocols.metrics import ErrorSums, error_sums
+from protocols.metrics import ErrorSums, WindowErrors, error_sums, window_errors
 from protocols.scaling import fit_fold_scaler
 from protocols.specs import ForecastingSpec, WindowSpec
 from protocols.splits import Fold
@@ -24,6 +24,7 @@ class ForecastOutcome:
     n_windows: int
     skipped_missing: int
     short_recordings: int
+    windows: WindowErrors | None = None  # per-window statistics (None: nothing was scored)
 
 
 def fold_windows(dataset: Dataset, fold: Fold, window: WindowSpec, spec: ForecastingSpec) -> tuple[WindowArrays, WindowSelection]:
@@ -58,12 +59,20 @@ def evaluate_forecasting(
     """Score one cell.  ``corrupt_context`` (noise robustness) alters what the model sees,
     never the target it is scored against."""
     arrays, selection = fold_windows(dataset, fold, window, spec)
+    clean_context = arrays.context  # MASE's scale: the in-sample error on the data, not on the noise added
     if corrupt_context is not None:
         arrays = dataclasses.replace(arrays, context=corrupt_context(arrays.context))
     prediction = predict_windows(model, arrays, spec.batch_size)
+    errors = error_sums(prediction, arrays.target)
+    per_window = None
+    if errors.n and np.isfinite(errors.sse) and np.isfinite(errors.sae):  # else an error row: no statistics
+        per_window = window_errors(prediction, arrays.target, clean_context,
+                                   np.array([w.recording for w in selection.windows], dtype=np.int64),
+                                   np.array([w.start for w in selection.windows], dtype=np.int64))
     return ForecastOutcome(
-        errors=error_sums(prediction, arrays.target),
+        errors=errors,
         n_windows=int(arrays.context.shape[0]),
         skipped_missing=selection.skipped_missing,
         short_recordings=selection.short_recordings,
+        windows=per_window,
     )

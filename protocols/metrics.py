@@ -39,6 +39,68 @@ def error_sums(prediction: np.ndarray, target: np.ndarray, mask: np.ndarray | No
     return ErrorSums(float(np.sum(err**2)), float(np.sum(np.abs(err))), int(err.size))
 
 
+@dataclass(frozen=True)
+class WindowErrors:
+    """Per-window error statistics of one cell, beside its pooled sums: what paired tests, bootstrap
+    intervals over subjects, error-by-horizon curves and MASE need (kept in a sidecar of the records).
+
+    ``sse``/``sae``/``n`` [B]: each window's sums over its channels and steps; ``step_sse``/``step_n`` [H]:
+    sums per horizon step over all windows and channels; ``mase`` [B]: each window's MAE over its
+    channels, each divided by that channel's in-sample seasonal-naive MAE on the context (the season
+    of :func:`protocols.seasonality.estimate_period`, else 1), averaged over the channels whose scale is
+    not zero (NaN when none is); ``recording``/``start`` [B]: which window (aligns models' windows)."""
+
+    sse: np.ndarray
+    sae: np.ndarray
+    n: np.ndarray
+    step_sse: np.ndarray
+    step_n: np.ndarray
+    mase: np.ndarray
+    recording: np.ndarray
+    start: np.ndarray
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+def seasonal_naive_scale(context: np.ndarray) -> np.ndarray:
+    """[B, C] mean absolute error of the in-sample seasonal-naive forecast of each context channel."""
+    from protocols.seasonality import estimate_period
+
+    b, c, length = context.shape
+    scale = np.full((b, c), np.nan)
+    for i in range(b):
+        for j in range(c):
+            row = np.asarray(context[i, j], dtype=np.float64)
+            if length < 2 or not np.all(np.isfinite(row)):
+                continue
+            m = estimate_period(row) or 1
+            scale[i, j] = float(np.mean(np.abs(row[m:] - row[:-m])))
+    return scale
+
+
+def window_errors(prediction: np.ndarray, target: np.ndarray, context: np.ndarray,
+                  recording: np.ndarray, start: np.ndarray) -> WindowErrors:
+    """Per-window statistics of [B, C, H] forecasts (the pooled :class:`ErrorSums` are their sums)."""
+    err = np.asarray(prediction, dtype=np.float64) - np.asarray(target, dtype=np.float64)
+    if err.ndim != 3:
+        raise ValueError(f"window errors need [B, C, H] forecasts, got shape {err.shape}")
+    b, c, h = err.shape
+    if not np.all(np.isfinite(err)):
+        raise ValueError("non-finite prediction or target among scored points")
+    abs_err = np.abs(err)
+    scale = seasonal_naive_scale(np.asarray(context, dtype=np.float64))
+    usable = np.isfinite(scale) & (scale > 0)
+    ratio = np.where(usable, abs_err.mean(axis=2) / np.where(usable, scale, 1.0), 0.0)
+    counts = usable.sum(axis=1)
+    mase = np.where(counts > 0, ratio.sum(axis=1) / np.maximum(counts, 1), np.nan)
+    return WindowErrors(
+        sse=(err ** 2).sum(axis=(1, 2)), sae=abs_err.sum(axis=(1, 2)), n=np.full(b, c * h, dtype=np.int64),
+        step_sse=(err ** 2).sum(axis=(0, 1)), step_n=np.full(h, b * c, dtype=np.int64), mase=mase,
+        recording=np.asarray(recording, dtype=np.int64), start=np.asarray(start, dtype=np.int64),
+    )
+
+
 def rmse(prediction: np.ndarray, target: np.ndarray) -> float:
     return error_sums(prediction, target).rmse
 

@@ -80,3 +80,24 @@ class Overflowing(Model):
 
 register(ModelSpec(name="test-overflow", factory="tests.plugin_models:Overflowing",
                    description="test only", default=False))
+
+
+class KillsItsWorker(Model):
+    """Kills the process it forecasts in, as the OOM killer would (test only: never run it in process)."""
+
+    name = "test-kills-worker"
+    capabilities = Capabilities(multivariate=True)
+
+    def __init__(self, **_: object) -> None:
+        pass
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+        raise AssertionError("unreachable")
+
+
+register(ModelSpec(name="test-kills-worker", factory="tests.plugin_models:KillsItsWorker",
+                   description="test only", default=False))

@@ -108,12 +108,14 @@ def load_soter(weights: str | Path | None = None, rollout: str = "autoregressive
 
 
 def load_random_tiny(seed: int = 0, rollout: str = "autoregressive", per_channel: bool = False,
-                     config: str = "soter-tiny", **_: object) -> SoterAdapter:
-    """RANDOM WEIGHTS: for tests and smoke runs only; never a SOTER result."""
+                     config: str = "soter-tiny", device: str = "cpu", batch_size: int = 256,
+                     **_: object) -> SoterAdapter:
+    """RANDOM WEIGHTS: for tests and smoke runs only; never a SOTER result. The weights are drawn on the
+    CPU, so every device gets the same model."""
     torch.manual_seed(seed)
     cfg: SoterConfig = preset(config)
     return SoterAdapter(SoterModel(cfg), name=f"{config}-random", rollout=rollout, per_channel=per_channel,
-                        source=f"random initialisation, seed {seed}")
+                        device=device, batch_size=batch_size, source=f"random initialisation, seed {seed}")
 
 
 def load_authors(weights: str | Path | None = None, rollout: str = "autoregressive", per_channel: bool = False,

@@ -1,0 +1,280 @@
+"""The statistics part of the report: leaderboard, significance marks, bootstrap intervals,
+critical-difference diagram and error-by-horizon curves, from records and their per-window errors.
+
+Cells are (dataset, window, condition) for the error tasks that score windows (forecasting, noise).
+A cell's score is the table's: folds pooled exactly, averaged over seeds; a model that did not finish
+every fold of a cell has no score there (counted in ``cells_completed``, never ranked on it).
+Paired tests and intervals need the per-window errors (``harness.window_store``); records written
+before they existed still give the leaderboard and the diagram, and the rest says it cannot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness import stats
+from harness.tables import SCALE, pooled
+from harness.window_store import read_window_errors
+
+STAT_TASKS = ("forecasting", "noise")
+BASELINE = "seasonal-naive"
+METRICS = {"rmse": "RMSE", "mae": "MAE"}
+CELL = ["dataset", "window", "condition"]
+
+
+@dataclass
+class Statistics:
+    """What was written (one line each) and what could not be, with why."""
+
+    produced: list[str] = field(default_factory=list)
+    missing: list[tuple[str, str]] = field(default_factory=list)
+
+
+# -- scores per cell ------------------------------------------------------------------------
+def cell_scores(frame: pd.DataFrame, task: str, metric: str = "rmse") -> pd.DataFrame:
+    """Rows (dataset, window, condition), one column per model: the pooled metric, mean over seeds;
+    NaN where the model did not complete every fold of every seed."""
+    per = pooled(frame, task)
+    if per.empty:
+        return pd.DataFrame()
+    values = per.groupby([*CELL, "model"])[metric].agg(lambda v: v.mean() if v.notna().all() else np.nan)
+    return values.unstack("model").sort_index()
+
+
+@dataclass(frozen=True)
+class CellWindows:
+    """One model's windows in one cell, over its folds and seeds (the order defines the pairing)."""
+
+    ids: np.ndarray  # [W, 4] seed, fold index, recording, start
+    sse: np.ndarray
+    sae: np.ndarray
+    n: np.ndarray
+    mase: np.ndarray
+    blocks: np.ndarray  # the test subject (fold) of each window: bootstrap blocks
+    step_sse: np.ndarray
+    step_n: np.ndarray
+
+
+def cell_windows(frame: pd.DataFrame, results: Path, task: str) -> tuple[dict[tuple, dict[str, CellWindows]], int]:
+    """Per cell and model, the concatenated per-window errors; and how many ok rows had none on disk.
+    A model-cell with any ok row lacking its file (or any fold not ok) is left out."""
+    rows = frame[frame["task"] == task]
+    out: dict[tuple, dict[str, CellWindows]] = {}
+    lacking = 0
+    for keys, g in rows.groupby([*CELL, "model"], sort=True):
+        if not (g["status"] == "ok").all():
+            continue
+        parts = []
+        for _, r in g.sort_values(["seed", "fold"]).iterrows():
+            arrays = read_window_errors(results, str(r["key"]))
+            if arrays is None:
+                lacking += 1
+                parts = None
+                break
+            parts.append((r, arrays))
+        if not parts:
+            continue
+        folds = sorted(g["fold"].unique())
+        ids = np.concatenate([np.column_stack([np.full(len(a["sse"]), int(r["seed"])),
+                                               np.full(len(a["sse"]), folds.index(r["fold"])),
+                                               a["recording"], a["start"]]) for r, a in parts])
+        cat = {k: np.concatenate([a[k] for _, a in parts]) for k in ("sse", "sae", "n", "mase")}
+        blocks = np.concatenate([np.full(len(a["sse"]), str(r["fold"]), dtype=object) for r, a in parts])
+        step_sse = sum(a["step_sse"] for _, a in parts)
+        step_n = sum(a["step_n"] for _, a in parts)
+        out.setdefault(tuple(keys[:3]), {})[keys[3]] = CellWindows(ids, cat["sse"], cat["sae"], cat["n"], cat["mase"],
+                                                                  blocks, step_sse, step_n)
+    return out, lacking
+
+
+def per_window(w: CellWindows, metric: str) -> np.ndarray:
+    return np.sqrt(w.sse / w.n) if metric == "rmse" else w.sae / w.n
+
+
+# -- significance and intervals ------------------------------------------------------------------
+def significance(frame: pd.DataFrame, results: Path, task: str, metric: str = "rmse",
+                 reference: str | None = None, alpha: float = 0.05, n_boot: int = 2000) -> pd.DataFrame:
+    """One row per (cell, model): the cell score, its block-bootstrap interval over subjects, and the
+    Holm-corrected Wilcoxon test against the cell's best model (or ``reference``) on the same windows."""
+    scores = cell_scores(frame, task, metric)
+    windows, _ = cell_windows(frame, results, task)
+    rows = []
+    for cell, models in windows.items():
+        score = scores.loc[cell] if cell in scores.index else pd.Series(dtype=float)
+        ranked = [m for m in score.sort_values().index if m in models and np.isfinite(score[m])]
+        ref = reference if reference in models else (ranked[0] if ranked else None)
+        if ref is None:
+            continue
+        aligned = {m: w for m, w in models.items() if np.array_equal(w.ids, models[ref].ids)}
+        tests = stats.paired_tests({m: per_window(w, metric) for m, w in aligned.items()}, reference=ref, alpha=alpha)
+        for model, w in models.items():
+            ci = stats.block_bootstrap_ci(w.sse, w.sae, w.n, w.blocks, n_boot=n_boot)
+            t = tests.get(model)
+            rows.append({**dict(zip(CELL, cell)), "model": model, "metric": metric,
+                         "value": float(score.get(model, np.nan)), "ci_low": getattr(ci, f"{metric}_low"),
+                         "ci_high": getattr(ci, f"{metric}_high"), "reference": ref,
+                         "p_value": t.p_value if t else np.nan, "p_holm": t.p_holm if t else np.nan,
+                         "not_worse": bool(t.not_worse) if t else None,
+                         "n_windows": int(len(w.sse)), "n_subjects": int(ci.n_blocks),
+                         "note": (t.note if t else "its windows differ from the reference's: not tested")
+                         or ci.note})
+    return pd.DataFrame(rows)
+
+
+def significance_grid(sig: pd.DataFrame) -> pd.DataFrame:
+    """Models x cells: "12.34 [11.9, 13.1]" (x100) with "*" for the cell's best model and "=" for one
+    not significantly worse than it."""
+    if sig.empty:
+        return pd.DataFrame()
+    def text(r) -> str:
+        mark = "*" if r["model"] == r["reference"] else ("=" if r["not_worse"] else "")
+        return f"{r['value'] * SCALE:.2f} [{r['ci_low'] * SCALE:.2f}, {r['ci_high'] * SCALE:.2f}]{mark}"
+    sig = sig.assign(cell=sig["dataset"] + " " + sig["window"] + _condition_suffix(sig), text=sig.apply(text, axis=1))
+    return sig.pivot(index="model", columns="cell", values="text").fillna("")
+
+
+def _condition_suffix(frame: pd.DataFrame) -> pd.Series:
+    return frame["condition"].map(lambda c: "" if c == "clean" else f" {c}")
+
+
+# -- leaderboard -------------------------------------------------------------------------------
+def mase_scores(windows: dict[tuple, dict[str, CellWindows]]) -> pd.DataFrame:
+    """Cells x models: the mean MASE of the cell's windows (NaN windows, a constant context, skipped)."""
+    data = {cell: {m: float(np.nanmean(w.mase)) if np.isfinite(w.mase).any() else np.nan for m, w in models.items()}
+            for cell, models in windows.items()}
+    return pd.DataFrame.from_dict(data, orient="index")
+
+
+def leaderboard(frame: pd.DataFrame, results: Path, task: str, baseline: str = BASELINE) -> tuple[pd.DataFrame, str]:
+    """The statistics leaderboard on RMSE, with MAE's skill and the mean MASE beside it; a note when
+    the skill cannot be computed (no baseline in the records)."""
+    scores = cell_scores(frame, task, "rmse")
+    note = ""
+    if baseline not in scores.columns:
+        note = f"no skill score: {baseline} (the reference of the skill score) has no rows for {task}"
+        board = pd.DataFrame(index=scores.columns)
+        ranks = stats.rank_summary(scores)
+        board["avg_rank"] = ranks.avg_rank
+        board["cells_completed"] = [f"{int(ranks.completed[m])}/{len(scores)}" for m in board.index]
+    else:
+        board = stats.leaderboard(scores, baseline)
+        board["mae_skill"] = stats.skill_scores(cell_scores(frame, task, "mae"), baseline)
+    windows, _ = cell_windows(frame, results, task)
+    mase = mase_scores(windows)
+    board["mase"] = mase.mean(axis=0) if not mase.empty else np.nan
+    return board, note
+
+
+# -- figures -----------------------------------------------------------------------------------
+def horizon_figure(windows: dict[tuple, dict[str, CellWindows]], path_stem: Path) -> list[Path]:
+    """RMSE against horizon step, one panel per (dataset, window) of the clean condition."""
+    from harness.figures import _plt, _save
+
+    cells = sorted(c for c in windows if c[2] == "clean")
+    if not cells:
+        return []
+    plt = _plt()
+    datasets = sorted({c[0] for c in cells})
+    settings = sorted({c[1] for c in cells}, key=lambda w: tuple(int(x) for x in w.split("/")))
+    fig, axes = plt.subplots(len(datasets), len(settings), figsize=(3.6 * len(settings), 2.8 * len(datasets)),
+                             squeeze=False)
+    models = sorted({m for c in cells for m in windows[c]})
+    for i, dataset in enumerate(datasets):
+        for j, setting in enumerate(settings):
+            ax = axes[i][j]
+            for k, model in enumerate(models):
+                w = windows.get((dataset, setting, "clean"), {}).get(model)
+                if w is None:
+                    continue
+                curve = np.sqrt(w.step_sse / w.step_n) * SCALE
+                ax.plot(np.arange(1, len(curve) + 1), curve, label=model, lw=1.2,
+                        ls=("-", "--", ":", "-.")[k // 10 % 4])
+            ax.set_title(f"{dataset}, {setting}", fontsize=9)
+            ax.set_xlabel("horizon step")
+            ax.set_ylabel("RMSE (x100)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    try:
+        return _save(fig, path_stem)
+    finally:
+        plt.close(fig)
+
+
+# -- writing -----------------------------------------------------------------------------------
+def _text(df: pd.DataFrame) -> str:
+    return df.to_string(float_format=lambda v: f"{v:.3f}") + "\n"
+
+
+def _markdown(df: pd.DataFrame) -> str:
+    df = df.reset_index()
+    cols = [str(c) for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for _, r in df.iterrows():
+        lines.append("| " + " | ".join("" if (isinstance(v, float) and np.isnan(v)) else
+                                       (f"{v:.3f}" if isinstance(v, float) else str(v)) for v in r) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _write(df: pd.DataFrame, stem: Path, caption: str) -> None:
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(stem.with_suffix(".csv"))
+    stem.with_suffix(".txt").write_text(caption + "\n\n" + _text(df))
+    stem.with_suffix(".md").write_text(caption + "\n\n" + _markdown(df))
+
+
+def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: str | None = None,
+                     alpha: float = 0.05, n_boot: int = 2000) -> Statistics:
+    """Every statistic the records under ``results`` support, under ``out`` (the report's statistics/)."""
+    done = Statistics()
+    for task in STAT_TASKS:
+        if not (frame["task"] == task).any():
+            continue
+        board, note = leaderboard(frame, results, task)
+        _write(board, out / f"leaderboard_{task}",
+               f"Leaderboard, {task} (RMSE): skill = 1 - geometric mean of RMSE / {BASELINE}'s over the cells "
+               "both completed; avg_rank over cells every model completed; wins/ties/losses summed over the "
+               "other models; mase = mean over cells of the windows' mean MASE. " + note)
+        done.produced.append(f"{task} leaderboard: statistics/leaderboard_{task}.(txt|md|csv)")
+        if note:
+            done.missing.append((f"{task} skill scores", note))
+        for metric, label in METRICS.items():
+            scores = cell_scores(frame, task, metric)
+            wtl = stats.win_tie_loss(scores)
+            _write(wtl, out / f"win_tie_loss_{metric}_{task}",
+                   f"Wins/ties/losses on {label}, {task}: row model against column model, over the cells both completed.")
+            summary = stats.rank_summary(scores, alpha=alpha)
+            try:
+                stats.plot_cd_diagram(summary, out / f"cd_{metric}_{task}", alpha=alpha)
+                done.produced.append(f"{task} critical-difference diagram ({label}; Friedman p = "
+                                     f"{summary.friedman_p:.3g}, {summary.n_cells_used} cells): "
+                                     f"statistics/cd_{metric}_{task}.png")
+            except ValueError as exc:
+                done.missing.append((f"{task} critical-difference diagram ({label})", str(exc)))
+        windows, lacking = cell_windows(frame, results, task)
+        if lacking:
+            done.missing.append((f"{task} per-window statistics for some cells",
+                                 f"{lacking} finished rows have no per-window errors (written before they were kept, "
+                                 f"or their files are gone): rerun those cells with --rerun"))
+        if not windows:
+            done.missing.append((f"{task} significance marks, bootstrap intervals, MASE, error-by-horizon curves",
+                                 "no per-window errors under the results folder"))
+            continue
+        for metric, label in METRICS.items():
+            sig = significance(frame, results, task, metric, reference, alpha, n_boot)
+            sig.to_csv(out / f"significance_{metric}_{task}.csv", index=False)
+            grid = significance_grid(sig)
+            _write(grid, out / f"significance_{metric}_{task}_grid",
+                   f"{label} x100 [95% block-bootstrap interval over subjects]; * = the cell's best model, "
+                   f"= = not significantly worse than it (Wilcoxon signed-rank over the same windows, Holm-corrected, "
+                   f"alpha {alpha}).")
+            done.produced.append(f"{task} {label} significance and intervals: statistics/significance_{metric}_{task}"
+                                 "_grid.(txt|md) and .csv")
+        if task == "forecasting":
+            paths = horizon_figure(windows, out / "horizon_rmse_forecasting")
+            if paths:
+                done.produced.append("forecasting RMSE by horizon step: statistics/horizon_rmse_forecasting.png")
+    return done
