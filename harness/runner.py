@@ -104,6 +104,7 @@ class RunSummary:
     dataset_labels: dict[str, str] = field(default_factory=dict)  # ref -> label
     protocols: dict[str, set[str]] = field(default_factory=dict)  # label -> protocol fingerprints
     keys: list[str] = field(default_factory=list)  # every planned row's key
+    device: str = "cpu"  # what --device resolved to
 
 
 def default_models(task: str = "forecasting") -> tuple[str, ...]:
@@ -276,6 +277,7 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
     identities: dict[str, str] = {}  # model -> digest of its weights and options (part of the row key)
     root = resolve_data_root(config.data_root)
     device = resolve_device(config.device, cluster_gpus)
+    summary.device = device
     for ref in dataset_refs:
         resolved = str(Path(ref).resolve()) if is_path_like(ref) else ref
         dataset = load_dataset(resolved, data_root=root)
@@ -331,6 +333,10 @@ def execute(config: RunConfig, log=print) -> RunSummary:
 
 def _execute(config: RunConfig, executor, log) -> RunSummary:
     cells, summary = plan(config, getattr(executor, "cluster_gpus", None))
+    if config.device == "auto":
+        log("[device] auto: " + ("models that take a device run on CUDA" if summary.device != "cpu" else
+                                 "no CUDA device " + ("in the Ray cluster" if config.executor == "ray" else "here")
+                                 + ", every model runs on the CPU"))
     if config.executor == "ray":
         log(f"[ray] cells run as Ray tasks on {executor.cluster_cpus} CPU(s) and {executor.cluster_gpus} GPU(s)")
     store = RecordStore(config.records_path)

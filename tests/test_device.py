@@ -40,6 +40,9 @@ def test_on_a_cpu_machine_auto_is_cpu_and_cuda_is_a_usage_error(folder, tmp_path
     assert main(["run", "forecasting", "--dataset", str(folder), "--models", "last-value", "--device", "cuda",
                  "--out", str(tmp_path / "o"), "--no-progress"]) == 2
     assert "CUDA is not available" in capsys.readouterr().err
+    assert main(["run", "forecasting", "--dataset", str(folder), "--models", "last-value", "--windows", "48/24",
+                 "--max-windows-per-subject", "2", "--out", str(tmp_path / "auto"), "--no-progress"]) == 0
+    assert "[device] auto: no CUDA device here, every model runs on the CPU" in capsys.readouterr().err
 
 
 def test_auto_on_the_cpu_keeps_every_key_and_records_name_the_device(folder, tmp_path):
@@ -59,9 +62,9 @@ def test_auto_on_the_cpu_keeps_every_key_and_records_name_the_device(folder, tmp
 
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA device (run on the accelerator when one is lent)")
 def test_soter_forecasts_agree_on_cpu_and_gpu():
-    from models import interface
-    from models.interface import SeriesBatch
     from models.registry import get_spec
+    from protocols import interface
+    from protocols.interface import SeriesBatch
 
     rng = np.random.default_rng(0)
     times = np.tile(np.arange(96, dtype=float) / 64, (4, 1))
