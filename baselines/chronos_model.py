@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 
 from baselines.foundation import CARDS, Card, quiet_transformers, register_card, resolve_weights, seed_everything
-from models.interface import Capabilities, Model, SeriesBatch
+from protocols.interface import Capabilities, Model, SeriesBatch
 
 _FILES = (("config.json",), ("model.safetensors", "model.safetensors.index.json"))
 _APACHE = "Apache-2.0 (weights)"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.interface import Capabilities, Model, SeriesBatch
+from protocols.interface import Capabilities, Model, SeriesBatch
 
 BANDS = ((0.0, 0.05), (0.05, 0.15), (0.15, 0.3), (0.3, 0.5))  # cycles per sample
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from models.interface import Capabilities
+from protocols.interface import Capabilities
 from models.registry import (NEEDS_FLAG, NEEDS_WEIGHTS, ModelSpec, ModelUnavailableError, Unavailable,
                              register)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.interface import Capabilities, Model, SeriesBatch
+from protocols.interface import Capabilities, Model, SeriesBatch
 
 MEDIAN = 4  # quantile levels 0.1 .. 0.9
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.interface import Capabilities, Model, SeriesBatch
+from protocols.interface import Capabilities, Model, SeriesBatch
 
 
 class _PrefixImputer(Model):

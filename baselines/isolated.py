@@ -9,7 +9,7 @@ worker script (``baselines/workers/``) that loads the model there and serves it 
 protocol (``baselines/workers/_protocol.py``): JSON control lines on a pipe, arrays as ``.npy``
 files loaded with ``allow_pickle=False``, so nothing executable crosses the boundary.
 
-To the harness such a model is an ordinary :class:`models.interface.Model`
+To the harness such a model is an ordinary :class:`protocols.interface.Model`
 (:class:`WorkerModel`): same capabilities, ``forecast``/``embed`` and ``describe()``. Docs:
 docs/isolated-environments.md.
 """
@@ -37,9 +37,9 @@ import numpy as np
 
 from baselines.checkout import CodeSource, find_checkout
 from baselines.foundation import CARDS, Card, check as check_weights, resolve_weights
-from models.interface import Capabilities, Model, SeriesBatch
 from models.registry import NEEDS_CODE, NEEDS_ENVIRONMENT, NEEDS_WEIGHTS, ModelUnavailableError, Unavailable
-from protocols.datasets.synthetic import cache_dir
+from protocols.cache import cache_dir
+from protocols.interface import Capabilities, Model, SeriesBatch
 
 ENVS_DIR = Path(__file__).with_name("envs")
 WORKERS_DIR = Path(__file__).with_name("workers")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.interface import Capabilities, Model, SeriesBatch, fill_prefix
+from protocols.interface import Capabilities, Model, SeriesBatch, fill_prefix
 from protocols.seasonality import estimate_period
 
 

@@ -38,7 +38,7 @@ import numpy as np
 from baselines import checkout
 from baselines.checkout import CodeSource, load_into, open_model_code
 from baselines.foundation import CARDS, Card, seed_everything
-from models.interface import Model, ModelInputError, SeriesBatch
+from protocols.interface import Model, ModelInputError, SeriesBatch
 
 SOURCE = CodeSource(
     model="normwear", repo="https://github.com/Mobile-Sensing-and-UbiComp-Laboratory/NormWear",

@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from baselines.foundation import CARDS, Card, quiet_transformers, register_card, resolve_weights, seed_everything
-from models.interface import Capabilities, Model, SeriesBatch
 from models.registry import ModelUnavailableError
+from protocols.interface import Capabilities, Model, SeriesBatch
 
 _HF_FILES = (("config.json",), ("*.safetensors", "*.bin"))
 _REMOTE_FILES = (("config.json",), ("*.safetensors", "*.bin"), ("modeling_*.py",))
@@ -82,7 +82,7 @@ class RemoteCodeForecaster(Model):
 
 
 def _carry_forward(batch: SeriesBatch) -> np.ndarray:
-    from models.interface import fill_prefix
+    from protocols.interface import fill_prefix
 
     return fill_prefix(batch).values[:, 0]
 

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from models.interface import Capabilities, Model, SeriesBatch, fill_prefix
+from protocols.interface import Capabilities, Model, SeriesBatch, fill_prefix
 
 
 class _StatsForecast(Model):

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from models import interface
-from models.interface import ModelInputError, SeriesBatch
 from models.registry import ModelSpec
+from protocols import interface
 from protocols.data import Dataset, Recording
+from protocols.interface import ModelInputError, SeriesBatch
 
 
 def series(b: int, c: int, t: int, seed: int = 0) -> SeriesBatch:

@@ -31,8 +31,8 @@ import numpy as np
 from baselines import checkout
 from baselines.checkout import CodeSource, load_into, open_model_code
 from baselines.foundation import CARDS, Card, seed_everything
-from models.interface import Model, SeriesBatch
 from models.registry import ModelUnavailableError
+from protocols.interface import Model, SeriesBatch
 
 SOURCE = CodeSource(model="tf-c", repo="https://github.com/mims-harvard/TFC-pretraining", env_var="SOTER_BENCH_TFC_CODE",
                     markers=("code/TFC/model.py", "code/TFC/main.py"), licence="MIT")

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from baselines.foundation import CARDS, Card, register_card, resolve_weights, seed_everything
-from models.interface import Capabilities, Model, SeriesBatch
+from protocols.interface import Capabilities, Model, SeriesBatch
 
 PATCH, OUTPUT_PATCH, CONTEXT_LIMIT = 32, 128, 16384
 

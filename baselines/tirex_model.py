@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from baselines.foundation import CARDS, Card, register_card, resolve_weights, seed_everything
-from models.interface import Capabilities, Model, SeriesBatch
+from protocols.interface import Capabilities, Model, SeriesBatch
 
 CHECKPOINT = "model.ckpt"
 

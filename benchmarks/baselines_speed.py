@@ -12,8 +12,8 @@ import warnings
 
 import numpy as np
 
-from models.interface import SeriesBatch, forecast
 from models.registry import get_spec
+from protocols.interface import SeriesBatch, forecast
 from protocols.specs import PAPER_WINDOWS
 
 

@@ -55,8 +55,8 @@ def count(model: object) -> tuple[int | None, int | None]:
 
 
 def measure(name: str, context: int, horizon: int, channels: int, repeats: int, options: dict) -> dict:
-    from models.interface import SeriesBatch, forecast
     from models.registry import get_spec
+    from protocols.interface import SeriesBatch, forecast
 
     spec = get_spec(name)
     reason = spec.unavailable_reason(**options)

@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from models.interface import Model
 from models.registry import ModelUnavailableError, get_spec
 from protocols.classification import RANDOM_BASELINE, embed_segments, evaluate_classification, labelled_segments
 from protocols.data import Dataset, dataset_fingerprint
 from protocols.datasets import load_dataset
 from protocols.forecasting import evaluate_forecasting
 from protocols.imputation import evaluate_imputation
+from protocols.interface import Model
 from protocols.noise import evaluate_noise
 from protocols.specs import ClassificationSpec, ForecastingSpec, ImputationSpec, NoiseSpec, WindowSpec
 from protocols.splits import Fold, get_fold

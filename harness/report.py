@@ -11,7 +11,7 @@ rescaled here), shown with two decimals.  A cell this run lacks is listed as mis
 reason; it is never filled from the paper.
 
 The training studies' tables (ablation, sensitivity, pre-training exposure, corpus-matched) come from
-the files their runners write (``models.soter.training.studies``; :data:`STUDY_OUTPUTS`), found
+the files their runners write (``harness.studies``; :data:`STUDY_OUTPUTS`), found
 anywhere under ``--results`` (or under ``studies=`` of :func:`write_report`): this run's table of
 each is rendered like the task tables and compared with the paper's.  Rows of ``soter-authors``
 (the authors' released checkpoint) are compared with the paper's SOTER rows, labelled
@@ -40,10 +40,10 @@ TASK_FIGURES = {"imputation": "imputation RMSE against missing rate", "noise": "
                 "classification": "label efficiency"}  # drawn from the records (harness.figures)
 COPIED_FIGURES = {  # made by other commands, copied in when found under --results: (file pattern, how to make it)
     "forecasting examples": ("forecast-example-*.png", "run `python -m harness examples` (and with `--channels NAME`)"),
-    "gate similarity": ("gate-similarity-*.png", "needs a trained SOTER (`python -m models.soter.gates`)"),
+    "gate similarity": ("gate-similarity-*.png", "needs a trained SOTER (`python -m harness.gates`)"),
     "pre-training convergence": ("pretrain_log.png", "needs a pre-training run's `pretrain_log.png` under --results"),
 }
-STUDY = "python -m models.soter.training.studies"
+STUDY = "python -m harness.studies"
 STUDY_OUTPUTS = {  # paper table -> (file its study runner writes, what makes it): found anywhere under --results
     "tab:ablation": ("ablation_records.csv", f"needs the ablation study's records (`{STUDY} train --study ablation "
                      "--out OUT ...`, then `evaluate --study ablation --out OUT`), i.e. variants trained on a GPU"),

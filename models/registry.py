@@ -1,14 +1,19 @@
 """Models registered by name; nothing heavy is imported until a model is loaded.
 
 Each entry points at a factory ``"package.module:callable"``.  The factory takes keyword
-options (``weights``, ``device``, ``seed`` ...) and returns a :class:`models.interface.Model`.
+options (``weights``, ``device``, ``seed`` ...) and returns a :class:`protocols.interface.Model`.
 An optional ``check`` callable tells, without loading anything heavy, whether the model can
 run here; when it cannot, the runner writes rows with status ``unavailable`` and the reason.
 
 Where registrations come from (:func:`all_specs` loads them on first use, each source once):
 
-1. the built-in models (``baselines`` and ``models.soter.registration``);
-2. installed packages, through the entry-point group ``soter_bench.models``
+1. the built-in models: the entry points of group ``soter_bench.models`` of the ``soter-bench``
+   distribution itself (``baselines`` and ``models.soter.registration``, declared in this project's
+   ``pyproject.toml``), loaded first.  This module never imports them by name: ``models`` is a lower
+   layer than ``baselines`` (see the README's layout), and whoever assembles the registry names its
+   members.  A checkout that is not pip-installed has no entry points, and :func:`all_specs` raises
+   :class:`BuiltinModelsError` saying to run ``pip install -e .``;
+2. installed packages, through the same entry-point group ``soter_bench.models``
    (``[project.entry-points."soter_bench.models"]`` in the package's ``pyproject.toml``).  An entry
    point's value is either
 
@@ -43,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from models.interface import Capabilities, Model
+from protocols.interface import Capabilities, Model
 
 
 class UnknownModelError(KeyError):
@@ -222,6 +227,10 @@ class PluginImportError(ImportError, PluginError):
     """A plugin could not be imported; names the entry point and its distribution, or the module."""
 
 
+class BuiltinModelsError(RuntimeError):
+    """The built-in models' entry points were not found: this checkout is not pip-installed."""
+
+
 def register(spec: ModelSpec) -> ModelSpec:
     source = (_loading[-1] if _loading else None, sys._getframe(1).f_globals.get("__name__", "?"))
     if spec.name in _REGISTRY and _REGISTRY[spec.name] != spec:
@@ -242,6 +251,7 @@ def _describe(plugin: object, module: str) -> str:
 
 PLUGINS_ENV = "SOTER_BENCH_PLUGINS"
 ENTRY_POINT_GROUP = "soter_bench.models"
+DISTRIBUTION = "soter-bench"  # this project: its own entry points of ENTRY_POINT_GROUP are the built-in models
 _entry_points_loaded = False  # every entry point of ENTRY_POINT_GROUP loaded (once per process)
 _done_entry_points: set[tuple[str, str]] = set()  # (name, value) of those loaded so far
 
@@ -287,9 +297,11 @@ def _failure(plugin: object, exc: Exception, importing: bool) -> PluginError:
     return PluginError(f"{plugin} failed: {reason}")
 
 
-def _load_entry_point(ep: Any) -> None:
+def _load_entry_point(ep: Any, builtin: bool = False) -> None:
+    """Loads one entry point. A built-in one's models are credited to their modules (as a module
+    registering directly would be); a plugin's to the plugin, which duplicate-name errors name."""
     plugin = _EntryPointPlugin(ep)
-    _loading.append(plugin)
+    _loading.append(None if builtin else plugin)
     try:
         try:
             target = importlib.import_module(ep.module)  # which may register models itself
@@ -314,16 +326,35 @@ def _load_entry_point(ep: Any) -> None:
         _loading.pop()
 
 
+def _builtin_entry_points() -> list[Any]:
+    """This distribution's own entry points of ENTRY_POINT_GROUP (the built-in models)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        eps = distribution(DISTRIBUTION).entry_points
+    except PackageNotFoundError:
+        eps = ()
+    found = [ep for ep in eps if ep.group == ENTRY_POINT_GROUP]
+    if not found:
+        raise BuiltinModelsError(
+            f"no built-in models: they register through the {ENTRY_POINT_GROUP!r} entry points of the installed "
+            f"{DISTRIBUTION!r} distribution, and none was found (a checkout that is not installed, or whose "
+            f"pyproject.toml changed since): run `pip install -e .` in the checkout")
+    return found
+
+
 def _load_entry_points() -> None:
+    """The built-in models first (this distribution's entry points), then every other package's."""
     global _entry_points_loaded
     if _entry_points_loaded:
         return
     from importlib.metadata import entry_points  # imported here: `--help` does not need it
 
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    builtin = _builtin_entry_points()
+    for ep in (*builtin, *entry_points(group=ENTRY_POINT_GROUP)):
         key = (ep.name, ep.value)
         if key not in _done_entry_points:
-            _load_entry_point(ep)
+            _load_entry_point(ep, builtin=ep in builtin)
             _done_entry_points.add(key)
     _entry_points_loaded = True
 
@@ -347,10 +378,8 @@ def _load_env_plugins() -> None:
 
 
 def _ensure_builtin() -> None:
-    # Importing these packages registers their specs (cheap: no heavy imports).
-    importlib.import_module("baselines")
-    importlib.import_module("models.soter.registration")
-    _load_entry_points()  # installed packages' models (entry points of group soter_bench.models)
+    # Importing the entry points' modules registers their specs (cheap: no heavy imports).
+    _load_entry_points()  # the built-in models, then installed packages' (entry-point group soter_bench.models)
     _load_env_plugins()  # a user's modules named in $SOTER_BENCH_PLUGINS
 
 

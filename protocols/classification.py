@@ -20,9 +20,9 @@ from typing import Callable
 
 import numpy as np
 
-from models import interface
-from models.interface import Model, SeriesBatch
+from protocols import interface
 from protocols.data import Dataset, DatasetError, Recording
+from protocols.interface import Model, SeriesBatch
 from protocols.scaling import fit_fold_scaler
 from protocols.specs import ClassificationSpec, SamplingSpec
 from protocols.splits import Fold, loso_folds

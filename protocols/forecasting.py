@@ -8,9 +8,9 @@ from typing import Callable
 
 import numpy as np
 
-from models import interface
-from models.interface import Model, SeriesBatch
+from protocols import interface
 from protocols.data import Dataset
+from protocols.interface import Model, SeriesBatch
 from protocols.metrics import ErrorSums, WindowErrors, error_sums, window_errors
 from protocols.scaling import fit_fold_scaler
 from protocols.specs import ForecastingSpec, WindowSpec

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models import interface
-from models.interface import Model, SeriesBatch
+from protocols import interface
 from protocols.data import Dataset
+from protocols.interface import Model, SeriesBatch
 from protocols.metrics import ErrorSums, error_sums
 from protocols.scaling import fit_fold_scaler
 from protocols.specs import ImputationSpec, SamplingSpec

@@ -22,14 +22,14 @@ import contextlib
 
 import numpy as np
 
-from models import interface
-from models.interface import Model, SeriesBatch
+from protocols import interface
 from protocols.data import Dataset
 from protocols.forecasting import fold_windows, predict_windows
 from protocols.imputation import build_task, impute_queries
+from protocols.interface import Model, SeriesBatch
 from protocols.specs import ForecastingSpec, ImputationSpec, WindowSpec
-from protocols.windows import WindowArrays
 from protocols.splits import Fold
+from protocols.windows import WindowArrays
 
 
 class LeakageError(AssertionError):

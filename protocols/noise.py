@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.interface import Model
 from protocols.data import Dataset
 from protocols.forecasting import ForecastOutcome, evaluate_forecasting
+from protocols.interface import Model
 from protocols.scaling import fit_fold_scaler
 from protocols.specs import NoiseSpec, WindowSpec
 from protocols.splits import Fold

@@ -6,8 +6,8 @@ import time
 
 import numpy as np
 
-from models.interface import Capabilities, Model, SeriesBatch
 from models.registry import ModelSpec, register
+from protocols.interface import Capabilities, Model, SeriesBatch
 
 
 class SlowLastValue(Model):

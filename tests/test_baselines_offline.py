@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from baselines.naive import Drift, LastValue, SeasonalNaive, WindowMean, estimate_period
-from models import interface
-from models.interface import SeriesBatch
-from models.registry import all_specs
 from baselines.testing import check_embed_contract, check_forecast_contract
+from models.registry import all_specs
+from protocols import interface
+from protocols.interface import SeriesBatch
 
 
 def _batch(y, t=None):

@@ -38,8 +38,8 @@ packages = ["{package}"]
 PLUGIN_MODULE = '''
 import numpy as np
 
-from models.interface import Capabilities, Model, SeriesBatch
 from models.registry import ModelSpec, register
+from protocols.interface import Capabilities, Model, SeriesBatch
 
 
 class ContextMean(Model):
@@ -173,3 +173,19 @@ def test_a_plugin_taking_a_registered_name_is_a_clear_error(tmp_path):
     assert ("error: model name 'last-value' is registered twice: by plugin 'soter-clashing-plugin' "
             "(entry point soter_bench.models: clash = soter_clashing_plugin.models:specs)") in proc.stderr
     assert "before by module 'baselines" in proc.stderr
+
+
+def test_a_checkout_that_is_not_installed_says_to_install_it(monkeypatch):
+    """Without this distribution's entry points there are no built-in models: a clear error, not an
+    empty registry (``models.registry`` never imports the built-ins by name)."""
+    import importlib.metadata
+
+    from models.registry import BuiltinModelsError, _builtin_entry_points
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", missing)
+    with pytest.raises(BuiltinModelsError, match=r"pip install -e \."):
+        _builtin_entry_points()
+    assert issubclass(BuiltinModelsError, RuntimeError)  # the CLI prints the one line and exits 2

@@ -132,8 +132,8 @@ def test_chronos2_meets_the_contract(tiny_chronos2):
 
 
 def test_chronos2_forecasts_channels_jointly(tiny_chronos2):
-    from models import interface
     from baselines.testing import queries as _queries, series as _series
+    from protocols import interface
 
     model = _with_weights("chronos-2-small", tiny_chronos2).load()
     assert model.capabilities.multivariate
@@ -159,9 +159,9 @@ def test_tirex_meets_the_contract(tiny_tirex):
 
 def test_unobserved_points_reach_the_model_as_missing(tiny_tirex):
     """A masked point's hidden value never changes the forecast."""
-    from models import interface
-    from models.interface import SeriesBatch
     from baselines.testing import queries as _queries, series as _series
+    from protocols import interface
+    from protocols.interface import SeriesBatch
 
     model = _with_weights("tirex", tiny_tirex).load()
     batch = _series(2, 1, 64)

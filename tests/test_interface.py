@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models import interface
-from models.interface import Capabilities, Model, ModelInputError, SeriesBatch, fill_prefix
+from protocols import interface
+from protocols.interface import Capabilities, Model, ModelInputError, SeriesBatch, fill_prefix
 
 
 class Linear(Model):

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from baselines import isolated
-from models import interface
-from models.interface import Capabilities
-from models.registry import NEEDS_WEIGHTS, READY, ModelSpec, ModelUnavailableError, get_spec
 from baselines.testing import check_forecast_contract, queries as _queries, series as _series
+from models.registry import NEEDS_WEIGHTS, READY, ModelSpec, ModelUnavailableError, get_spec
+from protocols import interface
+from protocols.interface import Capabilities
 
 ECHO = Path(__file__).with_name("workers") / "echo_worker.py"
 

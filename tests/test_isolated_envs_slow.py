@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from baselines import isolated
-from models import interface
-from models.registry import READY, get_spec
 from baselines.testing import check_forecast_contract, queries as _queries, series as _series
+from models.registry import READY, get_spec
+from protocols import interface
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.environ.get("SOTER_BENCH_SLOW") != "1",

@@ -14,9 +14,9 @@ import os
 import numpy as np
 import pytest
 
-from models import interface
-from models.registry import READY
 from baselines.testing import check_forecast_contract, queries as _queries, series as _series
+from models.registry import READY
+from protocols import interface
 from tests.test_isolated_envs_slow import _env, _tiny, _with
 
 pytestmark = [pytest.mark.slow,

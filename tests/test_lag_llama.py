@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from baselines import isolated
-from models import interface
-from models.interface import SeriesBatch
-from models.registry import NEEDS_CODE, NEEDS_WEIGHTS, READY, ModelSpec, ModelUnavailableError, get_spec
 from baselines.testing import check_forecast_contract, queries as _queries, series as _series
+from models.registry import NEEDS_CODE, NEEDS_WEIGHTS, READY, ModelSpec, ModelUnavailableError, get_spec
+from protocols import interface
+from protocols.interface import SeriesBatch
 from tests.test_isolated import env_pins, refuse_environments
 
 torch = pytest.importorskip("torch")

@@ -13,9 +13,9 @@ import torch
 from harness.cli import main
 from harness.runner import RunConfig, execute, parse_model_option, plan
 from harness.store import RecordStore, read_records
-from models.interface import SeriesBatch, forecast
 from models.registry import get_spec
 from protocols.datasets.folder import write_folder_dataset
+from protocols.interface import SeriesBatch, forecast
 from protocols.specs import SpecError, WindowSpec
 from tests.conftest import make_dataset
 

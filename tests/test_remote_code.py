@@ -14,9 +14,9 @@ import pytest
 
 pytest.importorskip("transformers", reason="transformers not installed (extra 'remote-code')")
 
-from models.interface import SeriesBatch, forecast  # noqa: E402
-from models.registry import ModelUnavailableError, get_spec  # noqa: E402
 from baselines.testing import check_forecast_contract  # noqa: E402
+from models.registry import ModelUnavailableError, get_spec  # noqa: E402
+from protocols.interface import SeriesBatch, forecast  # noqa: E402
 
 MODELING = '''
 import torch

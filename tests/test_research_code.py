@@ -23,10 +23,10 @@ import pytest
 import torch
 
 from baselines import checkout, normwear_model, tfc_model
-from models import interface
-from models.interface import ModelInputError, SeriesBatch
-from models.registry import NEEDS_CODE, NEEDS_WEIGHTS, READY, ModelSpec, ModelUnavailableError, all_specs
 from baselines.testing import check_embed_contract
+from models.registry import NEEDS_CODE, NEEDS_WEIGHTS, READY, ModelSpec, ModelUnavailableError, all_specs
+from protocols import interface
+from protocols.interface import ModelInputError, SeriesBatch
 
 FAKE_NORMWEAR = {
     "main_model.py": "# fake NormWear checkout (tests): the real one imports torchaudio here\n",

@@ -49,8 +49,8 @@ def test_help_and_list_import_no_heavy_library(argv):
 
 def test_models_declaring_capabilities_on_load_have_none_before_loading():
     """`list` does not import these factories; importing them shows nothing it would have printed."""
-    from models.interface import Capabilities
     from models.registry import _resolve, all_specs
+    from protocols.interface import Capabilities
 
     lazy = [s for s in all_specs().values() if s.capabilities_on_load]
     assert "soter" in {s.name for s in lazy}

@@ -7,7 +7,7 @@ import pytest
 
 from baselines.features import StatisticalFeatures
 from baselines.imputation import CarryForward, LinearExtrapolation, SplineExtrapolation
-from models.interface import SeriesBatch, embed, impute
+from protocols.interface import SeriesBatch, embed, impute
 
 
 def _line_batch():

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.interface import Capabilities, Model, SeriesBatch
 from protocols import classification as cls
+from protocols.forecasting import evaluate_forecasting
 from protocols.imputation import build_task, evaluate_imputation, missing_mask
+from protocols.interface import Capabilities, Model, SeriesBatch
 from protocols.leakage import LeakageError, probe_forecasting, probe_imputation
 from protocols.noise import channel_sigma, evaluate_noise, noise_draw
-from protocols.forecasting import evaluate_forecasting
 from protocols.scaling import fit_fold_scaler
 from protocols.specs import ClassificationSpec, ForecastingSpec, ImputationSpec, NoiseSpec, SamplingSpec, WindowSpec
 from protocols.splits import loso_folds

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from models.interface import Capabilities, Model, SeriesBatch
 from models.soter.config import SoterConfig, preset
 from models.soter.model import ROLLOUTS, SoterModel
+from protocols.interface import Capabilities, Model, SeriesBatch
 
 # how far an adaptive solve may move a row when its batch companions change (see batch_tolerance)
 ADAPTIVE_BATCH_ATOL = 2e-2

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from protocols.cache import cache_dir
 from protocols.data import Dataset, DatasetError, Recording
 
 GENERATOR_VERSION = 3  # bump whenever the generated signals change: old cache files are then ignored
@@ -298,10 +299,6 @@ def _dataset(cfg: SyntheticCohortConfig, recordings: tuple[Recording, ...]) -> D
 
 
 # -- cache ------------------------------------------------------------------------------------------
-def cache_dir() -> Path:
-    return Path(os.environ.get("SOTER_BENCH_CACHE") or Path.home() / ".cache" / "soter-bench")
-
-
 def cache_path(cfg: SyntheticCohortConfig) -> Path:
     return cache_dir() / f"synthetic-cohort-{cfg.cache_key()}.npz"
 

@@ -10,12 +10,12 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from models.interface import SeriesBatch, forecast
 from models.registry import get_spec
 from models.soter.authors import convert_config, from_authors, to_authors
 from models.soter.config import ConfigError, preset
 from models.soter.io import CheckpointError
 from models.soter.model import SoterModel
+from protocols.interface import SeriesBatch, forecast
 
 # the shape of their released config.json (fields of their SoterConfig)
 RELEASE = {"model_type": "soter", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 12,

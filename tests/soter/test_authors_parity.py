@@ -155,9 +155,9 @@ def test_their_checkpoint_folder_runs_through_the_harness_interface(fixture, tmp
     their names) -> ``soter-authors`` adapter -> the harness forecast call: their rollout."""
     from safetensors.torch import save_file
 
-    from models import interface
-    from models.interface import SeriesBatch
     from models.soter.adapter import load_authors
+    from protocols import interface
+    from protocols.interface import SeriesBatch
 
     meta, tensors = fixture
     (tmp_path / "config.json").write_text(json.dumps(meta["config_json"]))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models import interface
-from models.interface import SeriesBatch
 from models.registry import READY, get_spec, load_model
 from models.soter.io import CHECKSUMS, from_pretrained, verify_checksums
 from models.soter.registration import SHIPPED, SHIPPED_NAME
+from protocols import interface
+from protocols.interface import SeriesBatch
 
 
 def test_shipped_files_are_intact_and_within_the_size_limits():

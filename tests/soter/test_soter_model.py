@@ -7,8 +7,6 @@ import pytest
 import torch
 from scipy.interpolate import CubicSpline
 
-from models import interface
-from models.interface import SeriesBatch
 from models.soter.adapter import SoterAdapter
 from models.soter.attention import Attention
 from models.soter.config import PRESETS, ConfigError, SoterConfig, preset
@@ -17,6 +15,8 @@ from models.soter.model import SoterModel, count_parameters
 from models.soter.rope import apply_rotary, normalise_timestamps, rotary_angles
 from models.soter.routing import band_logits, prefix_dft_fast, prefix_dft_loop, psd_route
 from models.soter.spline import NaturalCubicSpline
+from protocols import interface
+from protocols.interface import SeriesBatch
 
 TINY = preset("soter-tiny")
 

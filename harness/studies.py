@@ -1,8 +1,8 @@
 """The paper's training studies: SOTER variants trained with one recipe and budget, then evaluated.
 
-    python -m models.soter.training.studies train --study ablation --corpus corpus --out runs/ablation \\
+    python -m harness.studies train --study ablation --corpus corpus --out runs/ablation \\
         --model soter-small --steps 2000 [--variants no-cd learned-router ...]
-    python -m models.soter.training.studies evaluate --study ablation --out runs/ablation \\
+    python -m harness.studies evaluate --study ablation --out runs/ablation \\
         [--dataset mitbih --data-root DIR]
 
 * ``ablation`` (Table "ablation"): each variant is evaluated zero-shot by the harness's forecasting
@@ -27,6 +27,9 @@
   The paper's third variant, MIRA continued from its released checkpoint, has no counterpart here.
 
 Each variant trains into ``OUT/<variant>/`` and resumes when the command is rerun.
+
+The runners train (``models.soter.training``, ``baselines.scratch``) and then evaluate with the
+harness, so they sit in ``harness``, the one layer that may import all the others.
 """
 
 from __future__ import annotations
@@ -247,7 +250,7 @@ def evaluate_sensitivity(out: Path, names: list[str], dataset: str, samples: int
 def main(argv: list[str] | None = None) -> int:
     from models.soter.training.train import _add_config_flags
 
-    p = argparse.ArgumentParser(prog="python -m models.soter.training.studies", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m harness.studies", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     tr = sub.add_parser("train", help="train every variant of a study with the same recipe and budget")

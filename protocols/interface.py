@@ -1,0 +1,233 @@
+"""The one model interface that SOTER and every baseline implement, and that the protocols measure.
+
+It lives in ``protocols`` (the lowest layer) so that the protocols need not import ``models``;
+``models.interface`` re-exports it for plugins written against the old path.
+
+Arrays cross this seam as numpy so that adapters built on torch, statsforecast or a
+subprocess worker all look the same to the harness.  Shapes:
+
+- ``values``      [B, C, T]  float, already normalised by the protocol;
+- ``timestamps``  [B, T]     seconds, strictly increasing per row;
+- ``mask``        [B, C, T]  bool, True where the value was observed;
+- ``query_times`` [B, H]     seconds, strictly after the last context timestamp.
+
+A per-channel model (``capabilities.multivariate is False``) is still called with the
+full batch through :func:`forecast` / :func:`impute` / :func:`embed` below, which fold
+channels into the batch for it, so the harness never special-cases a model.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+class ModelInputError(ValueError):
+    """A batch handed to a model is malformed (shape, NaN, time order, too short)."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a model can do; the harness only asks for what is declared."""
+
+    forecast: bool = True
+    impute: bool = False  # a native causal imputation; others get the documented default
+    embed: bool = False
+    multivariate: bool = False  # False: the harness feeds one channel at a time
+    min_context: int = 1
+    max_context: int | None = None
+    # (context, horizon) pairs the model supports; None means any.
+    windows: tuple[tuple[int, int], ...] | None = None
+
+    def supports_window(self, context: int, horizon: int) -> bool:
+        if context < self.min_context:
+            return False
+        if self.windows is not None and (context, horizon) not in self.windows:
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class SeriesBatch:
+    """A batch of multichannel context windows; validated on construction."""
+
+    values: np.ndarray
+    timestamps: np.ndarray
+    mask: np.ndarray = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        values = np.asarray(self.values, dtype=np.float64)
+        timestamps = np.asarray(self.timestamps, dtype=np.float64)
+        if values.ndim != 3:
+            raise ModelInputError(f"values must be [B, C, T], got shape {values.shape}")
+        b, c, t = values.shape
+        if b == 0 or c == 0 or t == 0:
+            raise ModelInputError(f"empty batch: values shape {values.shape}")
+        if timestamps.shape != (b, t):
+            raise ModelInputError(
+                f"timestamps must be [B, T] = {(b, t)}, got shape {timestamps.shape}"
+            )
+        mask = np.ones_like(values, dtype=bool) if self.mask is None else np.asarray(self.mask)
+        if mask.shape != values.shape or mask.dtype != bool:
+            raise ModelInputError(
+                f"mask must be a bool array of shape {values.shape}, got {mask.dtype} {mask.shape}"
+            )
+        if not np.all(np.isfinite(values[mask])):
+            raise ModelInputError("values contain NaN or infinite entries at observed positions")
+        if not np.all(np.isfinite(timestamps)):
+            raise ModelInputError("timestamps contain NaN or infinite entries")
+        if t > 1 and not np.all(np.diff(timestamps, axis=1) > 0):
+            raise ModelInputError("timestamps must be strictly increasing within each row")
+        # Unobserved entries are zero-filled so that no model can read what was hidden.
+        values = np.where(mask, values, 0.0)
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "timestamps", timestamps)
+        object.__setattr__(self, "mask", mask)
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.values.shape  # type: ignore[return-value]
+
+    def fold_channels(self) -> "SeriesBatch":
+        """[B, C, T] -> [B*C, 1, T], channel-major within each sample."""
+        b, c, t = self.shape
+        return SeriesBatch(
+            values=self.values.reshape(b * c, 1, t),
+            timestamps=np.repeat(self.timestamps, c, axis=0),
+            mask=self.mask.reshape(b * c, 1, t),
+        )
+
+
+def check_query_times(batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+    query_times = np.asarray(query_times, dtype=np.float64)
+    b = batch.shape[0]
+    if query_times.ndim != 2 or query_times.shape[0] != b:
+        raise ModelInputError(f"query_times must be [B={b}, H], got shape {query_times.shape}")
+    if not np.all(np.isfinite(query_times)):
+        raise ModelInputError("query_times contain NaN or infinite entries")
+    if not np.all(query_times[:, 0] > batch.timestamps[:, -1]):
+        raise ModelInputError("query_times must lie strictly after the last context timestamp")
+    if query_times.shape[1] > 1 and not np.all(np.diff(query_times, axis=1) > 0):
+        raise ModelInputError("query_times must be strictly increasing within each row")
+    return query_times
+
+
+class Model(abc.ABC):
+    """Base class of every adapter.  Subclasses implement what their capabilities declare.
+
+    Implementations receive batches whose channel count is 1 when the model is
+    per-channel; callers go through the module-level functions below.
+    """
+
+    name: str = "model"
+    capabilities: Capabilities = Capabilities()
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        """Return predictions [B, C, H] at ``query_times``."""
+        raise NotImplementedError(f"{self.name} does not forecast")
+
+    def _impute(self, batch: SeriesBatch, query_time: np.ndarray) -> np.ndarray:
+        """Causal imputation: the value [B, C] at one query time per row.
+
+        Default for forecast-only models: fill unobserved prefix points by carrying the
+        last observation forward (the first observation backwards), then forecast on a
+        regular grid whose k-th step lands exactly on the query time, k being the number
+        of median context steps that fit in the gap.  Documented in docs/protocols.md.
+        """
+        filled = fill_prefix(batch)
+        b, _, t = batch.shape
+        median_step = np.median(np.diff(batch.timestamps, axis=1), axis=1) if t > 1 else np.ones(b)
+        gap = query_time - batch.timestamps[:, -1]
+        steps = np.maximum(1, np.rint(gap / median_step)).astype(int)
+        step = gap / steps
+        grid = batch.timestamps[:, -1:] + step[:, None] * np.arange(1, int(steps.max()) + 1)[None, :]
+        pred = self._forecast(filled, grid)
+        return pred[np.arange(b), :, steps - 1]
+
+    def _embed(self, batch: SeriesBatch) -> np.ndarray:
+        """Return a fixed-size vector [B, D] per sample."""
+        raise NotImplementedError(f"{self.name} does not embed")
+
+    def describe(self) -> dict[str, object]:
+        """Facts recorded beside every result (model version, weights, mode)."""
+        return {"name": self.name}
+
+
+def fill_prefix(batch: SeriesBatch) -> SeriesBatch:
+    """Last-observation-carried-forward fill of unobserved points (first observation backwards)."""
+    values = batch.values.copy()
+    mask = batch.mask
+    b, c, t = values.shape
+    idx = np.where(mask, np.arange(t)[None, None, :], -1)
+    last = np.maximum.accumulate(idx, axis=2)
+    first = np.argmax(mask, axis=2)  # first observed index per (b, c); 0 when none observed
+    last = np.where(last < 0, first[..., None], last)
+    filled = np.take_along_axis(values, last, axis=2)
+    filled = np.where(mask.any(axis=2, keepdims=True), filled, 0.0)
+    return SeriesBatch(values=filled, timestamps=batch.timestamps)
+
+
+def _per_channel(model: Model) -> bool:
+    return not model.capabilities.multivariate
+
+
+def _check_context(model: Model, batch: SeriesBatch) -> None:
+    t = batch.shape[2]
+    caps = model.capabilities
+    if t < caps.min_context:
+        raise ModelInputError(f"model {model.name!r} needs a context of at least {caps.min_context} samples, got {t}")
+    if caps.max_context is not None and t > caps.max_context:
+        raise ModelInputError(f"model {model.name!r} accepts at most {caps.max_context} context samples, got {t}")
+
+
+def forecast(model: Model, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+    """Forecast [B, C, H], folding channels into the batch for per-channel models."""
+    query_times = check_query_times(batch, query_times)
+    _check_context(model, batch)
+    b, c, _ = batch.shape
+    if _per_channel(model) and c > 1:
+        out = model._forecast(batch.fold_channels(), np.repeat(query_times, c, axis=0))
+        out = np.asarray(out).reshape(b, c, -1)
+    else:
+        out = np.asarray(model._forecast(batch, query_times))
+    _check_output(model, out, (b, c, query_times.shape[1]))
+    return out
+
+
+def impute(model: Model, batch: SeriesBatch, query_time: np.ndarray) -> np.ndarray:
+    """Causal imputation [B, C] at one query time per row."""
+    query_time = np.asarray(query_time, dtype=np.float64).reshape(-1)
+    check_query_times(batch, query_time[:, None])
+    _check_context(model, batch)
+    b, c, _ = batch.shape
+    if _per_channel(model) and c > 1:
+        out = np.asarray(model._impute(batch.fold_channels(), np.repeat(query_time, c))).reshape(b, c)
+    else:
+        out = np.asarray(model._impute(batch, query_time))
+    _check_output(model, out, (b, c))
+    return out
+
+
+def embed(model: Model, batch: SeriesBatch) -> np.ndarray:
+    """Embedding [B, D]; per-channel models' channel vectors are averaged."""
+    if not model.capabilities.embed:
+        raise NotImplementedError(f"model {model.name!r} has no embed capability")
+    _check_context(model, batch)
+    b, c, _ = batch.shape
+    if _per_channel(model) and c > 1:
+        out = np.asarray(model._embed(batch.fold_channels()))
+        out = out.reshape(b, c, -1).mean(axis=1)
+    else:
+        out = np.asarray(model._embed(batch))
+    if out.ndim != 2 or out.shape[0] != b:
+        raise RuntimeError(f"model {model.name!r} returned embeddings of shape {out.shape}")
+    return out
+
+
+def _check_output(model: Model, out: np.ndarray, expected: tuple[int, ...]) -> None:
+    if out.shape != expected:
+        raise RuntimeError(f"model {model.name!r} returned shape {out.shape}, expected {expected}")
+    if not np.all(np.isfinite(out)):
+        raise RuntimeError(f"model {model.name!r} returned NaN or infinite predictions")
