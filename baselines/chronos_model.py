@@ -45,34 +45,43 @@ class Chronos(Model):
                       "pipeline": type(pipeline).__name__, "point": "median"}
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        return self._forecast_quantiles(batch, query_times, (0.5,))[0]
+
+    def _forecast_quantiles(self, batch: SeriesBatch, query_times: np.ndarray,
+                            levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """The library's point (its median) and the asked quantiles (interpolated from its own)."""
         import torch
 
         context = np.where(batch.mask, batch.values, np.nan).astype(np.float32)  # [B, C, T]
         h = query_times.shape[1]
+        asked = list(levels) or [0.5]
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*prediction length.*")
             if self.capabilities.multivariate:  # Chronos-2: one multivariate series per row
                 # its output patches attend to each other, so the first steps depend on how many are
                 # asked for: always ask for the model's own horizon (at least) and truncate
                 steps = max(h, self._pipeline.model_prediction_length)
-                _, mean = self._pipeline.predict_quantiles(list(context), prediction_length=steps,
-                                                           quantile_levels=[0.5], batch_size=self._batch_size)
-                return np.stack([np.asarray(m, dtype=np.float64)[:, :h] for m in mean])  # [B, C, H]
-            means = [self._pipeline.predict_quantiles(torch.from_numpy(context[i:i + self._batch_size, 0]),
-                                                      prediction_length=h,
-                                                      quantile_levels=[0.5])[1]
-                     for i in range(0, len(context), self._batch_size)]
-        return np.concatenate([np.asarray(m, dtype=np.float64) for m in means])[:, None, :]
+                quant, mean = self._pipeline.predict_quantiles(list(context), prediction_length=steps,
+                                                               quantile_levels=asked, batch_size=self._batch_size)
+                point = np.stack([np.asarray(m, dtype=np.float64)[:, :h] for m in mean])  # [B, C, H]
+                quantiles = np.stack([np.asarray(q, dtype=np.float64)[:, :h] for q in quant])  # [B, C, H, Q]
+            else:
+                parts = [self._pipeline.predict_quantiles(torch.from_numpy(context[i:i + self._batch_size, 0]),
+                                                          prediction_length=h, quantile_levels=asked)
+                         for i in range(0, len(context), self._batch_size)]
+                point = np.concatenate([np.asarray(m, dtype=np.float64) for _, m in parts])[:, None, :]
+                quantiles = np.concatenate([np.asarray(q, dtype=np.float64) for q, _ in parts])[:, None]
+        return point, quantiles[..., :len(levels)]
 
     def describe(self) -> dict[str, object]:
         return dict(self._info)
 
 
 _CHRONOS2 = dict(requires=("chronos",), extra="chronos", files=_FILES, licence=_APACHE,
-                 capabilities=Capabilities(multivariate=True, min_context=16), native_horizon=1024,
+                 capabilities=Capabilities(multivariate=True, min_context=16, quantiles=True), native_horizon=1024,
                  source="Hugging Face")
 _BOLT = dict(requires=("chronos",), extra="chronos", files=_FILES, licence=_APACHE,
-             capabilities=Capabilities(multivariate=False, min_context=16), native_horizon=64,
+             capabilities=Capabilities(multivariate=False, min_context=16, quantiles=True), native_horizon=64,
              source="Hugging Face", notes="not in the paper; univariate predecessor of Chronos-2")
 
 for _card in (

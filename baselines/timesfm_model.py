@@ -60,12 +60,23 @@ class TimesFM25(Model):
         self._compiled = key
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        return self._forecast_quantiles(batch, query_times, ())[0]
+
+    def _forecast_quantiles(self, batch: SeriesBatch, query_times: np.ndarray,
+                            levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
         b, _, t = batch.shape
         h = query_times.shape[1]
         self._compile(t, h, min(b, self._batch_size))
         context = np.where(batch.mask[:, 0], batch.values[:, 0], np.nan)
-        point, _ = self._model.forecast(horizon=h, inputs=[row for row in context])
-        return np.asarray(point, dtype=np.float64)[:, None, :h]
+        point, quantiles = self._model.forecast(horizon=h, inputs=[row for row in context])
+        # quantile head: [B, H, 10] = the mean, then the deciles 0.1 .. 0.9
+        deciles = [round(0.1 * k, 6) for k in range(1, 10)]
+        missing = [q for q in levels if round(q, 6) not in deciles]
+        if missing:
+            raise ValueError(f"{self.name} forecasts the deciles 0.1 .. 0.9, not {missing}")
+        quant = np.asarray(quantiles, dtype=np.float64)[:, :h, 1:][:, None]  # [B, 1, H, 9]
+        return (np.asarray(point, dtype=np.float64)[:, None, :h],
+                quant[..., [deciles.index(round(q, 6)) for q in levels]])
 
     def describe(self) -> dict[str, object]:
         return dict(self._info)
@@ -75,6 +86,7 @@ register_card(Card(
     "timesfm-2.5", "TimesFM 2.5", "231.3M", "google/timesfm-2.5-200m-pytorch", source="Hugging Face",
     licence="Apache-2.0 (weights)", requires=("timesfm",), extra="timesfm",
     files=(("model.safetensors",),),
-    capabilities=Capabilities(multivariate=False, min_context=PATCH, max_context=CONTEXT_LIMIT - OUTPUT_PATCH),
+    capabilities=Capabilities(multivariate=False, min_context=PATCH, max_context=CONTEXT_LIMIT - OUTPUT_PATCH,
+                              quantiles=True),
     native_horizon=OUTPUT_PATCH, notes="per channel; PyTorch build, no jax",
 ), "baselines.timesfm_model:TimesFM25")

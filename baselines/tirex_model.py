@@ -43,11 +43,20 @@ class TiRex(Model):
                       "backend": "torch"}
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        return self._forecast_quantiles(batch, query_times, (0.5,))[0]
+
+    def _forecast_quantiles(self, batch: SeriesBatch, query_times: np.ndarray,
+                            levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
         context = np.where(batch.mask[:, 0], batch.values[:, 0], np.nan).astype(np.float32)
         quantiles, _ = self._model.forecast(context, output_type="numpy", batch_size=self._batch_size,
-                                            prediction_length=query_times.shape[1])  # [B, H, Q]
-        median = self._model.config.quantiles.index(0.5)
-        return np.asarray(quantiles[:, :, median], dtype=np.float64)[:, None, :]
+                                            prediction_length=query_times.shape[1])  # [B, H, native Q]
+        native = [round(float(q), 6) for q in self._model.config.quantiles]
+        missing = [q for q in levels if round(q, 6) not in native]
+        if missing or 0.5 not in native:
+            raise ValueError(f"{self.name} forecasts the quantiles {native}, not {missing or [0.5]}")
+        out = np.asarray(quantiles, dtype=np.float64)[:, None]  # [B, 1, H, native Q]
+        point = out[..., native.index(0.5)]
+        return point, out[..., [native.index(round(q, 6)) for q in levels]]
 
     def describe(self) -> dict[str, object]:
         return dict(self._info)
@@ -56,6 +65,6 @@ class TiRex(Model):
 register_card(Card(
     "tirex", "TiRex", "35.29M", "NX-AI/TiRex", source="Hugging Face",
     licence="NXAI Community License (weights; commercial use restricted)", requires=("tirex",), extra="tirex",
-    files=((CHECKPOINT,),), capabilities=Capabilities(multivariate=False, min_context=32),
+    files=((CHECKPOINT,),), capabilities=Capabilities(multivariate=False, min_context=32, quantiles=True),
     native_horizon=32, notes="per channel, sLSTM (PyTorch backend); reads the latest 2016 steps",
 ), "baselines.tirex_model:TiRex")

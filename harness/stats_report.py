@@ -57,6 +57,8 @@ class CellWindows:
     blocks: np.ndarray  # the test subject (fold) of each window: bootstrap blocks
     step_sse: np.ndarray
     step_n: np.ndarray
+    quantile_loss: np.ndarray | None = None  # models that forecast quantiles (CRPS, weighted quantile loss)
+    abs_target: np.ndarray | None = None
 
 
 def cell_windows(frame: pd.DataFrame, results: Path, task: str) -> tuple[dict[tuple, dict[str, CellWindows]], int]:
@@ -86,8 +88,11 @@ def cell_windows(frame: pd.DataFrame, results: Path, task: str) -> tuple[dict[tu
         blocks = np.concatenate([np.full(len(a["sse"]), str(r["fold"]), dtype=object) for r, a in parts])
         step_sse = sum(a["step_sse"] for _, a in parts)
         step_n = sum(a["step_n"] for _, a in parts)
+        probabilistic = all("quantile_loss" in a for _, a in parts)
+        ql, absy = ((np.concatenate([a["quantile_loss"] for _, a in parts]),
+                     np.concatenate([a["abs_target"] for _, a in parts])) if probabilistic else (None, None))
         out.setdefault(tuple(keys[:3]), {})[keys[3]] = CellWindows(ids, cat["sse"], cat["sae"], cat["n"], cat["mase"],
-                                                                  blocks, step_sse, step_n)
+                                                                  blocks, step_sse, step_n, ql, absy)
     return out, lacking
 
 
@@ -149,6 +154,18 @@ def mase_scores(windows: dict[tuple, dict[str, CellWindows]]) -> pd.DataFrame:
     return pd.DataFrame.from_dict(data, orient="index")
 
 
+def quantile_scores(windows: dict[tuple, dict[str, CellWindows]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Cells x models, for the models that forecast quantiles: the CRPS estimate (mean over points of the
+    quantile loss) and the weighted quantile loss (its sum over the sum of |target|); NaN for point models."""
+    crps, wql = {}, {}
+    for cell, models in windows.items():
+        crps[cell] = {m: float(w.quantile_loss.sum() / w.n.sum()) if w.quantile_loss is not None else np.nan
+                      for m, w in models.items()}
+        wql[cell] = {m: float(w.quantile_loss.sum() / w.abs_target.sum())
+                     if w.quantile_loss is not None and w.abs_target.sum() > 0 else np.nan for m, w in models.items()}
+    return pd.DataFrame.from_dict(crps, orient="index"), pd.DataFrame.from_dict(wql, orient="index")
+
+
 def leaderboard(frame: pd.DataFrame, results: Path, task: str, baseline: str = BASELINE) -> tuple[pd.DataFrame, str]:
     """The statistics leaderboard on RMSE, with MAE's skill and the mean MASE beside it; a note when
     the skill cannot be computed (no baseline in the records)."""
@@ -166,6 +183,9 @@ def leaderboard(frame: pd.DataFrame, results: Path, task: str, baseline: str = B
     windows, _ = cell_windows(frame, results, task)
     mase = mase_scores(windows)
     board["mase"] = mase.mean(axis=0) if not mase.empty else np.nan
+    crps, wql = quantile_scores(windows)
+    board["crps"] = crps.mean(axis=0) if not crps.empty else np.nan  # NaN: a point forecaster
+    board["wql"] = wql.mean(axis=0) if not wql.empty else np.nan
     return board, note
 
 
@@ -237,7 +257,9 @@ def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: s
         _write(board, out / f"leaderboard_{task}",
                f"Leaderboard, {task} (RMSE): skill = 1 - geometric mean of RMSE / {BASELINE}'s over the cells "
                "both completed; avg_rank over cells every model completed; wins/ties/losses summed over the "
-               "other models; mase = mean over cells of the windows' mean MASE. " + note)
+               "other models; mase = mean over cells of the windows' mean MASE; crps and wql (models that forecast "
+               "quantiles, at 0.1 .. 0.9; empty for point forecasters) = mean over cells of the CRPS estimate "
+               "and the weighted quantile loss. " + note)
         done.produced.append(f"{task} leaderboard: statistics/leaderboard_{task}.(txt|md|csv)")
         if note:
             done.missing.append((f"{task} skill scores", note))

@@ -43,13 +43,27 @@ def fold_windows(dataset: Dataset, fold: Fold, window: WindowSpec, spec: Forecas
 
 def predict_windows(model: Model, arrays: WindowArrays, batch_size: int) -> np.ndarray:
     """Forecast every window; the model sees the context only (never the target)."""
-    out = []
+    return _predict(model, arrays, batch_size, quantiles=False)[0]
+
+
+def _predict(model: Model, arrays: WindowArrays, batch_size: int,
+             quantiles: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Point forecasts [N, C, H] and, when asked, quantiles [N, C, H, Q] at ``QUANTILE_LEVELS``."""
+    points, quants = [], []
     for a in range(0, arrays.context.shape[0], batch_size):
         b = a + batch_size
         batch = SeriesBatch(arrays.context[a:b], arrays.context_times[a:b])
-        out.append(interface.forecast(model, batch, arrays.target_times[a:b]))
-    c = arrays.context.shape[1]
-    return np.concatenate(out) if out else np.zeros((0, c, arrays.target.shape[2]))
+        if quantiles:
+            point, quant = interface.forecast_quantiles(model, batch, arrays.target_times[a:b])
+            quants.append(quant)
+        else:
+            point = interface.forecast(model, batch, arrays.target_times[a:b])
+        points.append(point)
+    c, h = arrays.context.shape[1], arrays.target.shape[2]
+    point = np.concatenate(points) if points else np.zeros((0, c, h))
+    if not quantiles:
+        return point, None
+    return point, np.concatenate(quants) if quants else np.zeros((0, c, h, len(interface.QUANTILE_LEVELS)))
 
 
 def evaluate_forecasting(
@@ -62,13 +76,14 @@ def evaluate_forecasting(
     clean_context = arrays.context  # MASE's scale: the in-sample error on the data, not on the noise added
     if corrupt_context is not None:
         arrays = dataclasses.replace(arrays, context=corrupt_context(arrays.context))
-    prediction = predict_windows(model, arrays, spec.batch_size)
+    prediction, quantiles = _predict(model, arrays, spec.batch_size, quantiles=model.capabilities.quantiles)
     errors = error_sums(prediction, arrays.target)
     per_window = None
     if errors.n and np.isfinite(errors.sse) and np.isfinite(errors.sae):  # else an error row: no statistics
         per_window = window_errors(prediction, arrays.target, clean_context,
                                    np.array([w.recording for w in selection.windows], dtype=np.int64),
-                                   np.array([w.start for w in selection.windows], dtype=np.int64))
+                                   np.array([w.start for w in selection.windows], dtype=np.int64),
+                                   quantiles, interface.QUANTILE_LEVELS)
     return ForecastOutcome(
         errors=errors,
         n_windows=int(arrays.context.shape[0]),

@@ -40,6 +40,8 @@ class Capabilities:
     max_context: int | None = None
     # (context, horizon) pairs the model supports; None means any.
     windows: tuple[tuple[int, int], ...] | None = None
+    # forecasts quantiles too (``_forecast_quantiles``): the protocol then scores CRPS and weighted quantile loss
+    quantiles: bool = False
 
     def supports_window(self, context: int, horizon: int) -> bool:
         if context < self.min_context:
@@ -128,6 +130,12 @@ class Model(abc.ABC):
         """Return predictions [B, C, H] at ``query_times``."""
         raise NotImplementedError(f"{self.name} does not forecast")
 
+    def _forecast_quantiles(self, batch: SeriesBatch, query_times: np.ndarray,
+                            levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """(point [B, C, H], quantiles [B, C, H, Q]) from one pass: the point must be exactly what
+        ``_forecast`` returns, so that RMSE and MAE do not depend on whether quantiles were asked for."""
+        raise NotImplementedError(f"{self.name} does not forecast quantiles")
+
     def _impute(self, batch: SeriesBatch, query_time: np.ndarray) -> np.ndarray:
         """Causal imputation: the value [B, C] at one query time per row.
 
@@ -194,6 +202,28 @@ def forecast(model: Model, batch: SeriesBatch, query_times: np.ndarray) -> np.nd
         out = np.asarray(model._forecast(batch, query_times))
     _check_output(model, out, (b, c, query_times.shape[1]))
     return out
+
+
+QUANTILE_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # fev's and GIFT-Eval's levels
+
+
+def forecast_quantiles(model: Model, batch: SeriesBatch, query_times: np.ndarray,
+                       levels: tuple[float, ...] = QUANTILE_LEVELS) -> tuple[np.ndarray, np.ndarray]:
+    """(point [B, C, H], quantiles [B, C, H, Q]) of a model that declares ``quantiles``."""
+    if not model.capabilities.quantiles:
+        raise NotImplementedError(f"model {model.name!r} does not declare quantile forecasts")
+    query_times = check_query_times(batch, query_times)
+    _check_context(model, batch)
+    b, c, _ = batch.shape
+    h, q = query_times.shape[1], len(levels)
+    if _per_channel(model) and c > 1:
+        point, quant = model._forecast_quantiles(batch.fold_channels(), np.repeat(query_times, c, axis=0), levels)
+        point, quant = np.asarray(point).reshape(b, c, h), np.asarray(quant).reshape(b, c, h, q)
+    else:
+        point, quant = (np.asarray(a) for a in model._forecast_quantiles(batch, query_times, levels))
+    _check_output(model, point, (b, c, h))
+    _check_output(model, quant, (b, c, h, q))
+    return point, quant
 
 
 def impute(model: Model, batch: SeriesBatch, query_time: np.ndarray) -> np.ndarray:

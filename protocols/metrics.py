@@ -58,9 +58,13 @@ class WindowErrors:
     mase: np.ndarray
     recording: np.ndarray
     start: np.ndarray
+    # models that forecast quantiles: each window's summed quantile loss (the CRPS estimate's numerator:
+    # 2 x pinball loss, averaged over the levels, summed over channels and steps) and summed |target|
+    quantile_loss: np.ndarray | None = None
+    abs_target: np.ndarray | None = None
 
     def arrays(self) -> dict[str, np.ndarray]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return {name: getattr(self, name) for name in self.__dataclass_fields__ if getattr(self, name) is not None}
 
 
 def seasonal_naive_scale(context: np.ndarray) -> np.ndarray:
@@ -79,8 +83,20 @@ def seasonal_naive_scale(context: np.ndarray) -> np.ndarray:
     return scale
 
 
+def quantile_loss(quantiles: np.ndarray, target: np.ndarray, levels: tuple[float, ...]) -> np.ndarray:
+    """[B, C, H] mean over the levels of twice the pinball loss: its mean over points estimates the CRPS
+    (GluonTS's and fev's mean weighted quantile loss divides its sum by the sum of |target|)."""
+    q = np.asarray(quantiles, dtype=np.float64)
+    y = np.asarray(target, dtype=np.float64)[..., None]
+    tau = np.asarray(levels, dtype=np.float64)
+    if q.shape != (*y.shape[:-1], tau.size):
+        raise ValueError(f"quantiles shape {q.shape} != target shape {y.shape[:-1]} x {tau.size} levels")
+    return (2.0 * np.abs((y - q) * ((y < q) - tau))).mean(axis=-1)
+
+
 def window_errors(prediction: np.ndarray, target: np.ndarray, context: np.ndarray,
-                  recording: np.ndarray, start: np.ndarray) -> WindowErrors:
+                  recording: np.ndarray, start: np.ndarray, quantiles: np.ndarray | None = None,
+                  levels: tuple[float, ...] = ()) -> WindowErrors:
     """Per-window statistics of [B, C, H] forecasts (the pooled :class:`ErrorSums` are their sums)."""
     err = np.asarray(prediction, dtype=np.float64) - np.asarray(target, dtype=np.float64)
     if err.ndim != 3:
@@ -98,6 +114,8 @@ def window_errors(prediction: np.ndarray, target: np.ndarray, context: np.ndarra
         sse=(err ** 2).sum(axis=(1, 2)), sae=abs_err.sum(axis=(1, 2)), n=np.full(b, c * h, dtype=np.int64),
         step_sse=(err ** 2).sum(axis=(0, 1)), step_n=np.full(h, b * c, dtype=np.int64), mase=mase,
         recording=np.asarray(recording, dtype=np.int64), start=np.asarray(start, dtype=np.int64),
+        quantile_loss=None if quantiles is None else quantile_loss(quantiles, target, levels).sum(axis=(1, 2)),
+        abs_target=None if quantiles is None else np.abs(np.asarray(target, dtype=np.float64)).sum(axis=(1, 2)),
     )
 
 

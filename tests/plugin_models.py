@@ -101,3 +101,24 @@ class KillsItsWorker(Model):
 
 register(ModelSpec(name="test-kills-worker", factory="tests.plugin_models:KillsItsWorker",
                    description="test only", default=False))
+
+
+class QuantileLastValue(Model):
+    """Last value, with quantiles last value + (level - 0.5) * spread (test only)."""
+
+    name = "test-quantile-last-value"
+    capabilities = Capabilities(multivariate=True, quantiles=True)
+
+    def __init__(self, spread: float = 0.0, **_: object) -> None:
+        self.spread = spread
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        return np.repeat(batch.values[:, :, -1:], query_times.shape[1], axis=2)
+
+    def _forecast_quantiles(self, batch, query_times, levels):
+        point = self._forecast(batch, query_times)
+        return point, point[..., None] + (np.asarray(levels) - 0.5) * self.spread
+
+
+register(ModelSpec(name="test-quantile-last-value", factory="tests.plugin_models:QuantileLastValue",
+                   description="test only", default=False))

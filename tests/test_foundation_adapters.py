@@ -157,6 +157,27 @@ def test_tirex_meets_the_contract(tiny_tirex):
     check_forecast_contract(_with_weights("tirex", tiny_tirex), atol=1e-5)
 
 
+@pytest.mark.parametrize("name, fixture", [("chronos-2-small", "tiny_chronos2"),
+                                           ("chronos-bolt-small", "tiny_chronos_bolt"),
+                                           ("timesfm-2.5", "tiny_timesfm"), ("tirex", "tiny_tirex")])
+def test_quantiles_come_with_the_unchanged_point_forecast(name, fixture, request):
+    """The quantile path returns exactly the point forecast of the point path (RMSE/MAE do not depend on
+    whether quantiles were asked for), and one finite forecast per decile, the median being the point."""
+    from baselines.testing import queries as _queries, series as _series
+    from protocols import interface
+
+    model = _with_weights(name, request.getfixturevalue(fixture)).load()
+    assert model.capabilities.quantiles
+    batch = _series(3, 2, 48)
+    point = interface.forecast(model, batch, _queries(batch, 24))
+    again, quant = interface.forecast_quantiles(model, batch, _queries(batch, 24))
+    np.testing.assert_array_equal(again, point)
+    assert quant.shape == (3, 2, 24, len(interface.QUANTILE_LEVELS)) and np.isfinite(quant).all()
+    # the 0.5 level is the point forecast (each adapter's point is its median); random weights can cross
+    # their other quantiles, so their order says nothing here
+    np.testing.assert_allclose(quant[..., interface.QUANTILE_LEVELS.index(0.5)], point, rtol=1e-5, atol=1e-6)
+
+
 def test_unobserved_points_reach_the_model_as_missing(tiny_tirex):
     """A masked point's hidden value never changes the forecast."""
     from baselines.testing import queries as _queries, series as _series
