@@ -399,8 +399,9 @@ def plot_cd_diagram(summary: RankSummary, path_stem: Path, alpha: float = 0.05) 
     out = [path_stem.with_suffix(".png"), path_stem.with_suffix(".pdf")]
     fig, ax = plt.subplots(figsize=(7.0, 1.2 + 0.35 * k))
     try:
-        sp.critical_difference_diagram(summary.avg_rank, summary.nemenyi_p, alpha=alpha, ax=ax, cd=cd)
-        ax.set_title(f"Average rank over {n_used} complete cells; Nemenyi CD = {cd:.2f} (alpha = {alpha:g})", pad=28)
+        # the CD goes in the title: scikit-posthocs' own CD bar sits on the rank axis's tick labels
+        sp.critical_difference_diagram(summary.avg_rank, summary.nemenyi_p, alpha=alpha, ax=ax)
+        ax.set_title(f"Average rank over {n_used} complete cells; Nemenyi CD = {cd:.2f} (alpha = {alpha:g})", pad=12)
         for p in out:
             fig.savefig(p, dpi=150, bbox_inches="tight")
     finally:

@@ -72,7 +72,7 @@ def test_mitbih_201_and_202_are_one_person(tmp_path):
 
 # -- HeartRate (.ts and raw bidmc) -------------------------------------------------------------
 def _write_ts(path: Path, name: str, series: list[np.ndarray], targets: list[float]) -> None:
-    lines = [f"#comment", f"@problemName {name}", "@timeStamps false", "@missing false", "@univariate false",
+    lines = ["#comment", f"@problemName {name}", "@timeStamps false", "@missing false", "@univariate false",
              f"@dimensions {series[0].shape[0]}", "@equalLength true", f"@seriesLength {series[0].shape[1]}",
              "@targetlabel true", "@data"]
     lines += [":".join(",".join(repr(float(v)) for v in dim) for dim in s) + f":{t}" for s, t in zip(series, targets)]
