@@ -19,34 +19,31 @@ import traceback
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from models.registry import ModelUnavailableError, get_spec
-from protocols.classification import RANDOM_BASELINE, embed_segments, evaluate_classification, labelled_segments
+from protocols.classification import embed_segments
 from protocols.data import Dataset, dataset_fingerprint
 from protocols.datasets import load_dataset
-from protocols.forecasting import evaluate_forecasting
-from protocols.imputation import evaluate_imputation
 from protocols.interface import Model
-from protocols.noise import evaluate_noise
-from protocols.specs import ClassificationSpec, ForecastingSpec, ImputationSpec, NoiseSpec, WindowSpec
-from protocols.splits import Fold, get_fold
+from protocols.specs import ClassificationSpec, ForecastingSpec, ImputationSpec, NoiseSpec
+from protocols.splits import Fold
 
-TaskSpec = ForecastingSpec | NoiseSpec | ImputationSpec | ClassificationSpec
+TaskSpec = ForecastingSpec | NoiseSpec | ImputationSpec | ClassificationSpec  # the built-in tasks' specs
 WINDOW_ERRORS = "window_errors"  # a result's per-window arrays; not a record column (harness.window_store)
 
 
 @dataclass(frozen=True)
 class Cell:
-    task: str
+    task: str  # a registered task's name (harness.tasks)
     dataset: str  # registered name or folder path
     fold: str  # test subject ("all" for pooled classification)
     window: str  # "C/H" for forecasting and noise, the segment length otherwise
     model: str
     seed: int
-    spec: TaskSpec
+    spec: Any  # the task's spec (Task.spec)
     condition: str = "clean"
     level: float | None = None  # noise beta, missing rate or label budget
     data_root: str | None = None  # where downloaded datasets live (--data-root)
@@ -64,35 +61,15 @@ def cached_model(name: str, options: tuple[tuple[str, Any], ...]) -> Model:
     return get_spec(name).load(**dict(options))
 
 
-def _capable(model: Model, cell: Cell) -> str | None:
-    caps = model.capabilities
-    if cell.task in ("forecasting", "noise"):
-        w = WindowSpec.parse(cell.window)
-        if not caps.forecast or not caps.supports_window(w.context, w.horizon):
-            return f"{cell.model} does not support forecasting window {cell.window}"
-    elif cell.task == "imputation" and not (caps.impute or caps.forecast):
-        return f"{cell.model} neither imputes nor forecasts"
-    elif cell.task == "classification" and not caps.embed:
-        return f"{cell.model} has no embed capability"
-    return None
-
-
 def run_cell(cell: Cell) -> dict[str, object]:
     """Evaluate one cell; never raises for a model failure (the row says what happened)."""
+    from harness.task_registry import get_task
+
     started = time.perf_counter()
     row: dict[str, object]
     try:
-        dataset = cached_dataset(cell.dataset, cell.data_root)
-        if cell.task == "classification":
-            row = _classification(cell, dataset)
-        else:
-            model = cached_model(cell.model, cell.model_options)
-            reason = _capable(model, cell)
-            if reason is not None:
-                row = {"status": "unavailable", "error": reason}
-            else:
-                row = _scored(cell, dataset, model, get_fold(dataset, cell.fold))
-                row["model_info"] = model_info(model, cell)
+        task = get_task(cell.task)
+        row = evaluate_cell(task, cell, cached_dataset(cell.dataset, cell.data_root))
     except ModelUnavailableError as exc:
         row = {"status": "unavailable", "error": str(exc)}
     except Exception as exc:  # recorded, so that one failing cell never stops a sweep
@@ -102,43 +79,26 @@ def run_cell(cell: Cell) -> dict[str, object]:
     return row
 
 
-def _scored(cell: Cell, dataset: Dataset, model: Model, fold: Fold) -> dict[str, object]:
-    if cell.task == "forecasting":
-        out = evaluate_forecasting(model, dataset, fold, WindowSpec.parse(cell.window), cell.spec)
-        extra = {}
-    elif cell.task == "noise":
-        out = evaluate_noise(model, dataset, fold, WindowSpec.parse(cell.window), cell.spec, cell.level, cell.seed)
-        extra = {}
-    elif cell.task == "imputation":
-        out = evaluate_imputation(model, dataset, fold, cell.spec, cell.level, cell.seed)
-        extra = {"details": json.dumps({"queries": out.n_queries})}
-    else:
-        raise ValueError(f"unknown task {cell.task!r}")
-    e = out.errors
-    counts = {"n_windows": out.n_windows, "skipped_missing": out.skipped_missing,
-              "short_recordings": out.short_recordings}
-    problem = _unscored_reason(cell, e, out.short_recordings, out.skipped_missing)
-    if problem:
-        return {"status": "error", "error": problem, "n_points": e.n, **counts, **extra}
-    row = {"status": "ok", "rmse": e.rmse, "mae": e.mae, "sse": e.sse, "sae": e.sae, "n_points": e.n,
-           **counts, **extra}
-    windows = getattr(out, "windows", None)
-    if windows is not None:  # per-window statistics: the runner writes them beside the records
-        row[WINDOW_ERRORS] = windows.arrays()
+def evaluate_cell(task, cell: Cell, dataset: Dataset) -> dict[str, object]:
+    """Load the cell's model (none for the task's model-free pseudo-models), check it can take part,
+    let the task evaluate the cell, and name the model's description and device in ``model_info``."""
+    model = None if cell.model in task.model_free else cached_model(cell.model, cell.model_options)
+    if model is not None:
+        reason = task.capable(model, cell)
+        if reason is not None:
+            return {"status": "unavailable", "error": reason}
+    row = task.evaluate(cell, dataset, model)
+    if model is not None:
+        row["model_info"] = model_info(model, cell)
     return row
 
 
-def _unscored_reason(cell: Cell, errors, short_recordings: int, skipped_missing: int) -> str | None:
-    """Why a cell's metrics are no result (None: they are): nothing scored, or not finite numbers."""
-    if errors.n == 0:
-        return (f"no {'window' if cell.task != 'imputation' else 'segment'} of {cell.window} samples could be "
-                f"scored for test subject {cell.fold}: {short_recordings} recording(s) shorter than that, "
-                f"{skipped_missing} candidate(s) skipped for missing values or time gaps")
-    bad = [name for name, v in (("RMSE", errors.rmse), ("MAE", errors.mae)) if not np.isfinite(v)]
-    if bad:
-        return (f"{' and '.join(bad)} not finite over {errors.n} points: the forecasts or the data hold values "
-                "beyond float range (check the data for extreme values)")
-    return None
+def _classification(cell: Cell, dataset: Dataset) -> dict[str, object]:
+    """One classification cell without the timing and error capture of :func:`run_cell` (kept for callers
+    of the previous version; any task's cell works)."""
+    from harness.task_registry import get_task
+
+    return evaluate_cell(get_task(cell.task), cell, dataset)
 
 
 def model_info(model: Model, cell: Cell) -> str:
@@ -147,27 +107,16 @@ def model_info(model: Model, cell: Cell) -> str:
     return json.dumps(info, sort_keys=True, default=str)
 
 
-def _classification(cell: Cell, dataset: Dataset) -> dict[str, object]:
-    spec: ClassificationSpec = cell.spec
-    info = ""
-    if cell.model == RANDOM_BASELINE:
-        embeddings = None
-    else:
-        model = cached_model(cell.model, cell.model_options)
-        reason = _capable(model, cell)
-        if reason is not None:
-            return {"status": "unavailable", "error": reason}
-        segments = labelled_segments(dataset, spec, cell.seed)  # the seed draws the segments
-        key = _embedding_key(cell, dataset)
+def embeddings_of(cell: Cell, dataset: Dataset, model: Model, segments, spec) -> Callable[[Fold], np.ndarray]:
+    """The embeddings of ``segments`` per test fold, from the on-disk cache (under ``cell.cache_dir``),
+    computed by ``model`` on a miss: one pass per (model, options, spec, data, seed, fold)."""
+    key = _embedding_key(cell, dataset)
 
-        def embeddings(fold: Fold) -> np.ndarray:
-            return _cached_embeddings(Path(cell.cache_dir or tempfile.gettempdir()), key, fold.test_subject,
-                                      lambda: embed_segments(model, dataset, fold, segments, spec))
+    def embeddings(fold: Fold) -> np.ndarray:
+        return _cached_embeddings(Path(cell.cache_dir or tempfile.gettempdir()), key, fold.test_subject,
+                                  lambda: embed_segments(model, dataset, fold, segments, spec))
 
-        info = model_info(model, cell)
-    out = evaluate_classification(dataset, spec, cell.level, cell.seed, embeddings)
-    return {"status": "ok", "macro_f1": out.macro_f1, "macro_auroc": out.macro_auroc,
-            "n_windows": out.n_windows, "details": json.dumps({"notes": list(out.notes)}), "model_info": info}
+    return embeddings
 
 
 def _embedding_key(cell: Cell, dataset: Dataset) -> str:

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from harness.executor import EXECUTORS
+from harness.task_registry import all_tasks
 from harness.runner import (
-    DEFAULT_OUT, RECORDS_FILE, TASKS, RunConfig, default_models, execute, parse_model_option,
+    DEFAULT_OUT, RECORDS_FILE, RunConfig, default_models, execute, parse_model_option,
 )
 from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, SpecError, WindowSpec
 
@@ -42,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a task and record every result")
-    run.add_argument("task", choices=TASKS)
+    run.add_argument("task", choices=list(all_tasks()))
     run.add_argument("--dataset", nargs="+", default=[], metavar="NAME|PATH",
                      help="registered dataset name(s) or dataset folder path(s); default: the embedded cohort")
     run.add_argument("--data-root", type=Path, default=None,
@@ -117,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     fix.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder holding records.csv (default: %(default)s)")
 
     table = sub.add_parser("table", help="re-render a task's table from recorded results")
-    table.add_argument("task", choices=TASKS)
+    table.add_argument("task", choices=list(all_tasks()))
     table.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder holding records.csv")
     table.add_argument("--format", choices=("text", "markdown", "latex"), default="text")
     table.add_argument("--stats", action="store_true",
@@ -279,10 +280,10 @@ def _table(args: argparse.Namespace) -> int:
 
 
 def _print_statistics(frame, task: str, out: Path, reference: str | None) -> None:
-    from harness.stats_report import STAT_TASKS, write_statistics
+    from harness.stats_report import stat_tasks, write_statistics
 
-    if task not in STAT_TASKS:
-        raise ValueError(f"--stats covers the tasks that score windows ({', '.join(STAT_TASKS)}), not {task}")
+    if task not in stat_tasks():
+        raise ValueError(f"--stats covers the tasks that score windows ({', '.join(stat_tasks())}), not {task}")
     done = write_statistics(frame[frame["task"] == task], out, out / "statistics", reference=reference)
     folder = out / "statistics"
     for name in (f"leaderboard_{task}.txt", f"significance_rmse_{task}_grid.txt"):
@@ -314,8 +315,8 @@ def _list(what: str) -> int:
                 print(f"  {'':<22} to run it: {reason}")
     if what in ("tasks", "all"):
         print("Tasks:")
-        for task in TASKS:
-            print(f"  {task}")
+        for name, task in all_tasks().items():
+            print(f"  {name:<22} {task.description}")
     return 0
 
 

@@ -21,8 +21,6 @@ from harness.tables import SCALE, Column, Table, _condition_value, condition_tab
 UNIT = f"x{SCALE:g}"
 MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "h", "p")
 LINESTYLES = ("-", "--", ":", "-.")
-FIGURE_NAMES = {"imputation": "imputation_rmse_vs_missing_rate", "noise": "noise_robustness",
-                "classification": "label_efficiency"}
 
 
 @dataclass(frozen=True)
@@ -83,7 +81,9 @@ def error_panels(frame: pd.DataFrame, task: str, metrics: tuple[str, ...]) -> li
     condition's table (the same numbers as ``tables/<task>_<condition>``)."""
     tables = [(_condition_value(c), t) for c, t in condition_tables(frame, task)]
     datasets = list(dict.fromkeys(c.group for _, t in tables for c in t.columns))
-    xlabel, ticks = {"imputation": ("missing rate", "{:g}%"), "noise": ("noise level beta", None)}[task]
+    from harness.task_registry import get_task
+
+    xlabel, ticks = get_task(task).x_label, get_task(task).x_ticks
     grid = [[Panel(ds, xlabel, f"{metric} ({UNIT}, normalised)",
                    _curves([(x, t, Column(ds, metric)) for x, t in tables]), ticks)
              for ds in datasets] for metric in metrics]
@@ -187,22 +187,21 @@ def draw(grid: list[list[Panel]]):
     return fig
 
 
-def task_figures(frame: pd.DataFrame, task: str, out_dir: Path) -> list[Path]:
-    """The task's figure (PNG and PDF) under ``out_dir``; none when the records support none."""
-    if task == "imputation":
-        grid = error_panels(frame, task, ("RMSE",))
-    elif task == "noise":
-        grid = error_panels(frame, task, ("RMSE", "MAE"))
-    elif task == "classification":
-        grid = label_efficiency_panels(frame)
-    else:
-        return []
+def save_figure(grid: list[list[Panel]], path: Path) -> list[Path]:
+    """Draw ``grid`` and save it as ``path`` (PNG and PDF); nothing for an empty grid."""
     if not grid:
         return []
     fig = draw(grid)
-    paths = _save(fig, out_dir / FIGURE_NAMES[task])
+    paths = _save(fig, path)
     _plt().close(fig)
     return paths
 
 
-__all__ = ["FIGURE_NAMES", "task_figures"]
+def task_figures(frame: pd.DataFrame, task: str, out_dir: Path) -> list[Path]:
+    """The task's figure (PNG and PDF) under ``out_dir``; none when the records support none."""
+    from harness.task_registry import get_task
+
+    return get_task(task).figures(frame, out_dir)
+
+
+__all__ = ["save_figure", "task_figures"]

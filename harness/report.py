@@ -36,8 +36,6 @@ DATASETS = {"heartrate": "HeartRate", "mitbih": "MIT-BIH", "scientisst-move": "S
             "ieee-ppg": "IEEE PPG", "mmash": "MMASH", "wdd": "WDD"}
 WINDOW_TABLES = {"48/24": "tab:e-win24", "72/36": "tab:e-win36", "96/48": "tab:e-win48", "128/64": "tab:e-win64"}
 SCALED_METRICS = ("RMSE", "MAE", "Macro-F1", "Macro-AUROC")  # shown x SCALE; others (NPE, seconds) as printed
-TASK_FIGURES = {"imputation": "imputation RMSE against missing rate", "noise": "noise robustness",
-                "classification": "label efficiency"}  # drawn from the records (harness.figures)
 COPIED_FIGURES = {  # made by other commands, copied in when found under --results: (file pattern, how to make it)
     "forecasting examples": ("forecast-example-*.png", "run `python -m harness examples` (and with `--channels NAME`)"),
     "gate similarity": ("gate-similarity-*.png", "needs a trained SOTER (`python -m harness.gates`)"),
@@ -439,7 +437,10 @@ def _study_tables(root: Path, out: Path) -> tuple[list[str], dict[str, str], pd.
 
 
 def _tasks(frame: pd.DataFrame) -> list[str]:
-    return [t for t in ("forecasting", "imputation", "noise", "classification") if (frame["task"] == t).any()]
+    """The registered tasks with records, in registration order (harness.tasks)."""
+    from harness.task_registry import all_tasks
+
+    return [t for t in all_tasks() if (frame["task"] == t).any()]
 
 
 def _task_tables(frame: pd.DataFrame, out: Path) -> list[str]:
@@ -459,21 +460,21 @@ def _task_tables(frame: pd.DataFrame, out: Path) -> list[str]:
 
 def _task_figures(frame: pd.DataFrame, out: Path) -> tuple[list[str], list[tuple[str, str]]]:
     """The figures drawn from the records, each listed once: (produced, not produced with why)."""
-    from harness.figures import task_figures
+    from harness.task_registry import all_tasks
 
     produced, missing = [], []
-    for task, figure in TASK_FIGURES.items():
-        files = task_figures(frame, task, out / "figures") if (frame["task"] == task).any() else []
+    for task in all_tasks().values():
+        if not task.figure:
+            continue
+        present = (frame["task"] == task.name).any()
+        files = task.figures(frame, out / "figures") if present else []
         png = [f.relative_to(out).as_posix() for f in files if f.suffix == ".png"]
         if png:
-            produced.append(f"figure: {figure} ({', '.join(png)}, and .pdf)")
-        elif not (frame["task"] == task).any():
-            missing.append((f"figure: {figure}", f"no {task} records"))
-        elif task == "classification" and frame.loc[frame["task"] == task, "condition"].nunique() < 2:
-            missing.append((f"figure: {figure}", "needs classification records at two or more label budgets "
-                                                 "(`python -m harness run classification --budgets 1 10 100`)"))
+            produced.append(f"figure: {task.figure} ({', '.join(png)}, and .pdf)")
+        elif not present:
+            missing.append((f"figure: {task.figure}", f"no {task.name} records"))
         else:
-            missing.append((f"figure: {figure}", f"no {task} cell finished ok"))
+            missing.append((f"figure: {task.figure}", task.figure_missing(frame)))
     return produced, missing
 
 

@@ -14,30 +14,25 @@ from harness.executor import EXECUTORS, make_executor
 from harness.progress import Progress
 from harness.store import RecordStore, row_key
 from harness.window_store import write_window_errors
-from models.registry import all_specs, get_spec
-from protocols.classification import RANDOM_BASELINE, check_classifiable
+from models.registry import get_spec
+from harness.task_registry import get_task
 from protocols.data import dataset_fingerprint
 from protocols.datasets import all_datasets, is_path_like, load_dataset, resolve_data_root
-from protocols.specs import (
-    LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, PAPER_WINDOWS, RUN_SEEDS, ClassificationSpec, ForecastingSpec,
-    ImputationSpec, NoiseSpec, SamplingSpec, SpecError, WindowSpec,
-)
-from protocols.splits import loso_folds
+from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, SpecError, WindowSpec
 
-TASKS = ("forecasting", "imputation", "noise", "classification")
 DEFAULT_OUT = Path("results/runs/default")
 RECORDS_FILE = "records.csv"
-DEFAULT_SEEDS = {"forecasting": (0,), "noise": (0,), "imputation": RUN_SEEDS, "classification": RUN_SEEDS}
 
 
 @dataclass(frozen=True)
 class RunConfig:
     """Everything a run depends on; CLI flags map one-to-one onto these fields.
 
-    Task parameters left as None take the task's defaults from ``protocols.specs``.
+    Task parameters left as None take the task's defaults from ``protocols.specs``; each task
+    (``harness.tasks``) reads the fields it needs in ``Task.spec``.
     """
 
-    task: str = "forecasting"
+    task: str = "forecasting"  # a registered task (harness.tasks.TASKS)
     datasets: tuple[str, ...] = ()  # empty: the default datasets
     models: tuple[str, ...] = ()  # empty: every default model of the task
     windows: tuple[WindowSpec, ...] | None = None  # forecasting: the paper's four; noise: 96/48
@@ -60,8 +55,7 @@ class RunConfig:
     data_root: Path | None = None  # --data-root; else $SOTER_BENCH_DATA
 
     def __post_init__(self) -> None:
-        if self.task not in TASKS:
-            raise ValueError(f"unknown task {self.task!r}; known tasks: {', '.join(TASKS)}")
+        get_task(self.task)  # unknown task: an error listing the known ones
         if self.jobs < 1:
             raise ValueError("--jobs must be >= 1")
         if self.executor not in EXECUTORS:
@@ -73,21 +67,16 @@ class RunConfig:
         self.specs(0)  # validate every task parameter now
 
     @property
-    def run_seeds(self) -> tuple[int, ...]:
-        return self.seeds if self.seeds is not None else DEFAULT_SEEDS[self.task]
+    def task_object(self):  # harness.tasks.Task
+        return get_task(self.task)
 
-    def specs(self, seed: int) -> ForecastingSpec | NoiseSpec | ImputationSpec | ClassificationSpec:
+    @property
+    def run_seeds(self) -> tuple[int, ...]:
+        return self.seeds if self.seeds is not None else tuple(self.task_object.default_seeds)
+
+    def specs(self, seed: int):
         """The task's spec for one seed (the seed draws the windows of forecasting and noise)."""
-        maxw = {} if self.max_windows_per_subject is None else {"max_windows_per_subject": self.max_windows_per_subject}
-        if self.task == "forecasting":
-            return ForecastingSpec(windows=self.windows or PAPER_WINDOWS, sampling=SamplingSpec(seed=seed, **maxw))
-        if self.task == "noise":
-            return NoiseSpec(levels=self.noise_levels, windows=self.windows or NoiseSpec.windows,
-                             sampling=SamplingSpec(seed=seed, **maxw))
-        length = {} if self.segment_length is None else {"length": self.segment_length}
-        if self.task == "imputation":
-            return ImputationSpec(rates=self.missing_rates, **maxw, **length)
-        return ClassificationSpec(budgets=self.budgets, **maxw, **length)
+        return self.task_object.spec(self, seed)
 
     @property
     def records_path(self) -> Path:
@@ -108,8 +97,7 @@ class RunSummary:
 
 
 def default_models(task: str = "forecasting") -> tuple[str, ...]:
-    names = tuple(name for name, spec in all_specs().items() if spec.default and task in spec.tasks)
-    return names + ((RANDOM_BASELINE,) if task == "classification" else ())
+    return get_task(task).default_models()
 
 
 def default_datasets() -> tuple[str, ...]:
@@ -140,7 +128,7 @@ def _model_options(config: RunConfig, model: str, device: str = "cpu") -> tuple[
             opts["weights"] = directory
     if model in config.trust_remote_code:
         opts["trust_remote_code"] = True
-    if device != "cpu" and model != RANDOM_BASELINE and "device" in get_spec(model).option_names():
+    if device != "cpu" and model not in config.task_object.model_free and "device" in get_spec(model).option_names():
         opts["device"] = device  # models without a device option (statistical baselines) run on the CPU
     opts.update({key: value for name, key, value in config.model_options if name == model})
     return tuple(sorted(opts.items()))
@@ -249,22 +237,17 @@ def _check_weights_path(model: str, value: str) -> None:
 
 def _task_points(config: RunConfig, spec) -> list[tuple[str, str, float | None]]:
     """(window, condition, level) combinations of the task."""
-    if config.task == "forecasting":
-        return [(w.name, "clean", None) for w in spec.windows]
-    if config.task == "noise":
-        return [(w.name, f"beta={b:g}", b) for w in spec.windows for b in spec.levels]
-    if config.task == "imputation":
-        return [(str(spec.length), f"missing={r * 100:g}%", r) for r in spec.rates]
-    return [(str(spec.length), f"budget={b * 100:g}%", b) for b in spec.budgets]
+    return config.task_object.points(spec)
 
 
 def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple[Cell, dict[str, object]]], RunSummary]:
     """Resolve names (errors before any work starts) and list every cell with its key fields.
     ``cluster_gpus``: the GPUs of the Ray cluster the cells will run on (None: this machine's)."""
+    task = config.task_object
     dataset_refs = config.datasets or default_datasets()
     model_names = config.models or default_models(config.task)
     for name in model_names:
-        if name != RANDOM_BASELINE:
+        if name not in task.model_free:
             get_spec(name)  # unknown model: a clear error now, not per cell
     for name, directory in config.weights:
         get_spec(name)
@@ -281,10 +264,7 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
     for ref in dataset_refs:
         resolved = str(Path(ref).resolve()) if is_path_like(ref) else ref
         dataset = load_dataset(resolved, data_root=root)
-        folds = [f.test_subject for f in loso_folds(dataset)]
-        if config.task == "classification":
-            check_classifiable(dataset)
-            folds = ["all"]
+        folds = task.folds(dataset)
         label = dataset.name
         summary.dataset_labels[resolved] = label
         data_fp = dataset_fingerprint(dataset)
@@ -295,8 +275,8 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
             for model in model_names:
                 options = _model_options(config, model, device)
                 if model not in identities:
-                    identities[model] = "" if model == RANDOM_BASELINE else get_spec(model).identity(**dict(options))
-                for window, condition, level in _task_points(config, spec):
+                    identities[model] = "" if model in task.model_free else get_spec(model).identity(**dict(options))
+                for window, condition, level in task.points(spec):
                     for fold in folds:
                         cell = Cell(config.task, resolved, fold, window, model, seed, spec, condition, level,
                                     data_root=str(root) if root else None,
@@ -350,7 +330,7 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
             summary.skipped_done += 1
             continue
         if cell.model not in unavailable:
-            unavailable[cell.model] = (None if cell.model == RANDOM_BASELINE else
+            unavailable[cell.model] = (None if cell.model in config.task_object.model_free else
                                        get_spec(cell.model).unavailable_reason(**dict(cell.model_options)))
         reason = unavailable[cell.model]
         if reason is not None:

@@ -20,7 +20,15 @@ from harness import stats
 from harness.tables import SCALE, pooled
 from harness.window_store import read_window_errors
 
-STAT_TASKS = ("forecasting", "noise")
+
+
+def stat_tasks() -> tuple[str, ...]:
+    """The registered tasks that score windows (``Task.scores_windows``): the statistics apply to them."""
+    from harness.task_registry import all_tasks
+
+    return tuple(name for name, task in all_tasks().items() if task.scores_windows)
+
+
 BASELINE = "seasonal-naive"
 METRICS = {"rmse": "RMSE", "mae": "MAE"}
 CELL = ["dataset", "window", "condition"]
@@ -250,7 +258,9 @@ def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: s
                      alpha: float = 0.05, n_boot: int = 2000) -> Statistics:
     """Every statistic the records under ``results`` support, under ``out`` (the report's statistics/)."""
     done = Statistics()
-    for task in STAT_TASKS:
+    from harness.task_registry import get_task
+
+    for task in stat_tasks():
         if not (frame["task"] == task).any():
             continue
         board, note = leaderboard(frame, results, task)
@@ -295,8 +305,8 @@ def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: s
                    f"alpha {alpha}).")
             done.produced.append(f"{task} {label} significance and intervals: statistics/significance_{metric}_{task}"
                                  "_grid.(txt|md) and .csv")
-        if task == "forecasting":
-            paths = horizon_figure(windows, out / "horizon_rmse_forecasting")
+        if get_task(task).horizon_curves:
+            paths = horizon_figure(windows, out / f"horizon_rmse_{task}")
             if paths:
-                done.produced.append("forecasting RMSE by horizon step: statistics/horizon_rmse_forecasting.png")
+                done.produced.append(f"{task} RMSE by horizon step: statistics/horizon_rmse_{task}.png")
     return done

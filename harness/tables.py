@@ -57,14 +57,17 @@ class Table:
 
 
 # -- error tables -----------------------------------------------------------------------
-REPLICATES = {"forecasting": ("window",), "noise": ("window", "seed"), "imputation": ("seed",)}
-REPLICATE_WORDS = {"forecasting": "windows", "noise": "window-seed pairs", "imputation": "seeds"}
+def _error_task(task: str):
+    """The registered error task ``task`` (``harness.tasks.ErrorTask``): its replicates and captions."""
+    from harness.task_registry import get_task
+
+    return get_task(task)
 
 
 def pooled(frame: pd.DataFrame, task: str) -> pd.DataFrame:
     """One row per (dataset, model, condition, replicate): folds pooled, completeness kept."""
     rows = frame[frame["task"] == task]
-    reps = list(REPLICATES[task])
+    reps = list(_error_task(task).replicates)
     out = []
     for keys, g in rows.groupby(["dataset", "model", "condition", *reps], sort=False):
         ok = g[g["status"] == "ok"]
@@ -116,7 +119,7 @@ def error_table(frame: pd.DataFrame, task: str, condition: str | None = None, mo
                 entries[(model, col)] = _entry(ok[col.label.lower()].to_numpy(), set(g["status"]), len(g))
             if len(ok) < len(g):
                 reason = next((r for r in g.loc[~g["complete"], "reason"] if r), "")
-                notes.append(f"{model} on {ds}: {len(ok)}/{len(g)} {REPLICATE_WORDS[task]} complete"
+                notes.append(f"{model} on {ds}: {len(ok)}/{len(g)} {_error_task(task).replicate_words} complete"
                              + (f" ({reason})" if reason else ""))
     measured = [m for m in models if any(e.status == "ok" for (name, _), e in entries.items() if name == m)]
     return Table(caption, columns, tuple(models), entries, tuple(notes), model_notes(measured))
@@ -161,9 +164,8 @@ def _condition_value(condition: str) -> float:
 
 def condition_tables(frame: pd.DataFrame, task: str, models: list[str] | None = None,
                      datasets: list[str] | None = None) -> list[tuple[str, Table]]:
-    """Imputation and noise: one error table per condition (missing rate, noise level)."""
-    what = {"imputation": "Causal imputation", "noise": "Forecasting under context noise"}[task]
-    over = {"imputation": "seeds", "noise": "windows and seeds"}[task]
+    """Error tasks with conditions (imputation, noise): one error table per condition (missing rate, noise level)."""
+    what, over = _error_task(task).title, _error_task(task).over
     return [(c, error_table(frame, task, c, models, datasets,
                             f"{what}, {c}: RMSE and MAE in normalised space, x100, mean ± std over {over} "
                             "(folds pooled)."))
@@ -354,20 +356,10 @@ def _tex(text: str) -> str:
 
 def task_tables(frame: pd.DataFrame, task: str, models: list[str] | None = None,
                 datasets: list[str] | None = None) -> list[tuple[str, Table]]:
-    """Every table of a task as (file stem, table)."""
-    if task == "forecasting":
-        return [("forecasting", forecasting_table(frame, models, datasets))]
-    if task in ("imputation", "noise"):
-        return [(f"{task}_{_stem(c)}", t) for c, t in condition_tables(frame, task, models, datasets)]
-    budgets = conditions(frame, "classification")
-    if not budgets:
-        return [("classification", classification_table(frame, models=models, datasets=datasets))]
-    main = "budget=100%" if "budget=100%" in budgets else budgets[-1]
-    out = [("classification", classification_table(frame, main, models, datasets))]
-    if len(budgets) > 1:
-        for ds in datasets or list(dict.fromkeys(frame.loc[frame["task"] == "classification", "dataset"])):
-            out.append((f"label_efficiency_{_stem(ds)}", label_efficiency_table(frame, ds, models)))
-    return out
+    """Every table of a task as (file stem, table): the task's ``tables`` (``harness.tasks``)."""
+    from harness.task_registry import get_task
+
+    return get_task(task).tables(frame, models, datasets)
 
 
 def _stem(text: str) -> str:

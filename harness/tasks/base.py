@@ -1,0 +1,143 @@
+"""The task base classes (re-exported by :mod:`harness.tasks`): :class:`Task` and :class:`ErrorTask`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from harness.cells import Cell
+    from harness.tables import Table
+    from protocols.data import Dataset
+    from protocols.interface import Model
+
+
+class Task:
+    """One task.  Subclass it, set :attr:`name`, implement :meth:`spec`, :meth:`points`,
+    :meth:`evaluate` and :meth:`tables`; the rest has defaults."""
+
+    name: str = ""
+    description: str = ""
+    default_seeds: tuple[int, ...] = (0,)  # seeds of a run that gives no --seeds
+    scores_windows: bool = False  # writes per-window errors: the statistics (leaderboard, tests) apply
+    horizon_curves: bool = False  # statistics: draw the error by horizon step
+    model_free: tuple[str, ...] = ()  # pseudo-models run without loading a model (classification's random)
+    figure: str | None = None  # what the task's figure shows (report's list); None: the task draws none
+
+    # -- planning ---------------------------------------------------------------------------
+    def spec(self, config: Any, seed: int) -> Any:
+        """The task's spec (anything with ``fingerprint()``) for one seed of a RunConfig; raise
+        ``protocols.specs.SpecError`` for a bad parameter (checked when the RunConfig is made)."""
+        raise NotImplementedError
+
+    def points(self, spec: Any) -> list[tuple[str, str, float | None]]:
+        """The (window, condition, level) combinations of a spec: one cell per point, fold, model and seed."""
+        raise NotImplementedError
+
+    def folds(self, dataset: Dataset) -> list[str]:
+        """The folds a dataset is evaluated on (default: each subject held out once)."""
+        from protocols.splits import loso_folds
+
+        return [f.test_subject for f in loso_folds(dataset)]
+
+    def default_models(self) -> tuple[str, ...]:
+        """The registry's default models that declare this task, then :attr:`model_free`."""
+        from models.registry import all_specs
+
+        names = tuple(name for name, spec in all_specs().items() if spec.default and self.name in spec.tasks)
+        return names + self.model_free
+
+    # -- one cell ---------------------------------------------------------------------------
+    def capable(self, model: Model, cell: Cell) -> str | None:
+        """Why ``model`` cannot take part in ``cell`` (the row is then ``unavailable``); None: it can."""
+        return None
+
+    def evaluate(self, cell: Cell, dataset: Dataset, model: Model | None) -> dict[str, object]:
+        """The record row of one cell: ``status`` and the task's metric columns.  ``model`` is None for
+        the pseudo-models of :attr:`model_free`.  Raise for failures: the cell records the error."""
+        raise NotImplementedError
+
+    # -- records -> tables and figures --------------------------------------------------------
+    def tables(self, frame: pd.DataFrame, models: list[str] | None = None,
+               datasets: list[str] | None = None) -> list[tuple[str, Table]]:
+        """Every table of the task as (file stem, table), from a records frame (all tasks' rows)."""
+        raise NotImplementedError
+
+    def figures(self, frame: pd.DataFrame, out_dir: Path) -> list[Path]:
+        """The task's figure files (PNG and PDF) under ``out_dir``; none when the records support none."""
+        return []
+
+    def figure_missing(self, frame: pd.DataFrame) -> str:
+        """Why :meth:`figures` drew nothing although the records hold rows of the task."""
+        return f"no {self.name} cell finished ok"
+
+    def __repr__(self) -> str:
+        return f"<task {self.name}>"
+
+
+class ErrorTask(Task):
+    """Tasks scored by RMSE and MAE, folds pooled exactly (``harness.tables.pooled``); a table cell is
+    the mean and std over :attr:`replicates`."""
+
+    replicates: tuple[str, ...] = ("seed",)  # record columns whose values are the replicates
+    replicate_words: str = "seeds"  # the replicates in words (notes on incomplete cells)
+    title: str = ""  # caption start of a condition table
+    over: str = "seeds"  # caption: "mean ± std over ..."
+    figure_stem: str = ""  # file name of the figure (no suffix)
+    figure_metrics: tuple[str, ...] = ()  # rows of the figure (one per metric); () draws no figure
+    x_label: str = ""  # the figure's x axis: the condition's level
+    x_ticks: str | None = None  # tick format at the conditions ("{:g}%"); None: matplotlib's
+    unit: str = "window"  # what a cell scores ("no window of ... could be scored")
+
+    def tables(self, frame, models=None, datasets=None):
+        from harness.tables import _stem, condition_tables
+
+        return [(f"{self.name}_{_stem(c)}", t) for c, t in condition_tables(frame, self.name, models, datasets)]
+
+    def figures(self, frame, out_dir):
+        from harness.figures import error_panels, save_figure
+
+        if not self.figure_metrics:
+            return []
+        return save_figure(error_panels(frame, self.name, self.figure_metrics), out_dir / self.figure_stem)
+
+    def error_row(self, cell: Cell, out: Any, extra: dict[str, object] | None = None) -> dict[str, object]:
+        """The row of a protocol result with ``errors`` (``protocols.metrics``), ``n_windows``,
+        ``skipped_missing``, ``short_recordings`` and, where kept, per-window ``windows``."""
+        from harness.cells import WINDOW_ERRORS
+
+        extra = extra or {}
+        e = out.errors
+        counts = {"n_windows": out.n_windows, "skipped_missing": out.skipped_missing,
+                  "short_recordings": out.short_recordings}
+        problem = self._unscored_reason(cell, e, out.short_recordings, out.skipped_missing)
+        if problem:
+            return {"status": "error", "error": problem, "n_points": e.n, **counts, **extra}
+        row = {"status": "ok", "rmse": e.rmse, "mae": e.mae, "sse": e.sse, "sae": e.sae, "n_points": e.n,
+               **counts, **extra}
+        windows = getattr(out, "windows", None)
+        if windows is not None:  # per-window statistics: the runner writes them beside the records
+            row[WINDOW_ERRORS] = windows.arrays()
+        return row
+
+    def _unscored_reason(self, cell: Cell, errors, short_recordings: int, skipped_missing: int) -> str | None:
+        """Why a cell's metrics are no result (None: they are): nothing scored, or not finite numbers."""
+        if errors.n == 0:
+            return (f"no {self.unit} of {cell.window} samples could be "
+                    f"scored for test subject {cell.fold}: {short_recordings} recording(s) shorter than that, "
+                    f"{skipped_missing} candidate(s) skipped for missing values or time gaps")
+        bad = [name for name, v in (("RMSE", errors.rmse), ("MAE", errors.mae)) if not np.isfinite(v)]
+        if bad:
+            return (f"{' and '.join(bad)} not finite over {errors.n} points: the forecasts or the data hold values "
+                    "beyond float range (check the data for extreme values)")
+        return None
+
+
+def details(**values: object) -> str:
+    """The ``details`` column: a JSON object."""
+    return json.dumps(values)

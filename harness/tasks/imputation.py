@@ -1,0 +1,51 @@
+"""Causal imputation: segments with a share of their points missing, each filled from its observed prefix."""
+
+from __future__ import annotations
+
+from harness.tasks.base import ErrorTask, details
+from protocols.imputation import evaluate_imputation
+from protocols.specs import ImputationSpec, RUN_SEEDS
+from protocols.splits import get_fold
+
+
+def segment_options(config) -> dict[str, int]:
+    """--max-windows-per-subject and --segment-length, where given (else the spec's defaults)."""
+    out = {}
+    if config.max_windows_per_subject is not None:
+        out["max_windows_per_subject"] = config.max_windows_per_subject
+    if config.segment_length is not None:
+        out["length"] = config.segment_length
+    return out
+
+
+class Imputation(ErrorTask):
+    name = "imputation"
+    description = "causal imputation (RMSE, MAE per missing rate)"
+    default_seeds = RUN_SEEDS
+    replicates = ("seed",)
+    replicate_words = "seeds"
+    title = "Causal imputation"
+    over = "seeds"
+    figure = "imputation RMSE against missing rate"
+    figure_stem = "imputation_rmse_vs_missing_rate"
+    figure_metrics = ("RMSE",)
+    x_label = "missing rate"
+    x_ticks = "{:g}%"
+    unit = "segment"
+
+    def spec(self, config, seed):
+        return ImputationSpec(rates=config.missing_rates, **segment_options(config))
+
+    def points(self, spec):
+        return [(str(spec.length), f"missing={r * 100:g}%", r) for r in spec.rates]
+
+    def capable(self, model, cell):
+        caps = model.capabilities
+        return None if caps.impute or caps.forecast else f"{cell.model} neither imputes nor forecasts"
+
+    def evaluate(self, cell, dataset, model):
+        out = evaluate_imputation(model, dataset, get_fold(dataset, cell.fold), cell.spec, cell.level, cell.seed)
+        return self.error_row(cell, out, {"details": details(queries=out.n_queries)})
+
+
+TASK = Imputation()  # registered by harness.tasks

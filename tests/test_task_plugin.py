@@ -1,0 +1,106 @@
+"""Issue #17: a task is one object; adding one touches no module of the harness.
+
+The toy task below ("mean-level": how far each model's forecast of the next 8 samples is from them, on
+average, per fold) lives in this file and is added with one ``register_task`` call, then run end to end
+through the CLI: planned, evaluated, recorded, rerun from the records, tabulated and listed.
+"""
+
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+
+from harness.cli import main
+from harness.store import read_records
+from harness.tables import Column, Entry, Table, model_notes
+from harness.tasks import TASKS, Task, UnknownTaskError, get_task, register_task
+from protocols.datasets.folder import write_folder_dataset
+from protocols.forecasting import evaluate_forecasting
+from protocols.specs import ForecastingSpec, SamplingSpec, WindowSpec
+from protocols.splits import get_fold
+from tests.conftest import make_dataset
+
+WINDOW = WindowSpec(32, 8)
+
+
+class MeanLevel(Task):
+    name = "mean-level"
+    description = "toy: mean absolute error of an 8-sample forecast after 32 samples of context"
+
+    def spec(self, config, seed):
+        return ForecastingSpec(windows=(WINDOW,), sampling=SamplingSpec(seed=seed, max_windows_per_subject=3))
+
+    def points(self, spec):
+        return [(w.name, "clean", None) for w in spec.windows]
+
+    def capable(self, model, cell):
+        return None if model.capabilities.forecast else f"{cell.model} does not forecast"
+
+    def evaluate(self, cell, dataset, model):
+        out = evaluate_forecasting(model, dataset, get_fold(dataset, cell.fold), WINDOW, cell.spec)
+        return {"status": "ok", "mae": out.errors.mae, "sae": out.errors.sae, "n_points": out.errors.n,
+                "n_windows": out.n_windows}
+
+    def tables(self, frame, models=None, datasets=None):
+        rows = frame[(frame["task"] == self.name) & (frame["status"] == "ok")]
+        models = models or list(dict.fromkeys(rows["model"]))
+        columns = tuple(Column(ds, "MAE") for ds in datasets or dict.fromkeys(rows["dataset"]))
+        entries = {}
+        for col in columns:
+            for model in models:
+                g = rows[(rows["model"] == model) & (rows["dataset"] == col.group)]
+                if len(g):
+                    mae = 100 * g["sae"].sum() / g["n_points"].sum()
+                    entries[(model, col)] = Entry(float(mae), np.nan, 1, 1, "ok")
+        return [("mean_level", Table("Toy: MAE x100, folds pooled.", columns, tuple(models), entries, (),
+                                     model_notes(models)))]
+
+
+@pytest.fixture()
+def registered():
+    register_task(MeanLevel())  # the one line that adds the task
+    yield TASKS["mean-level"]
+    TASKS.pop("mean-level", None)
+
+
+def test_a_task_defined_outside_the_harness_runs_end_to_end(registered, tmp_path, capsys):
+    folder = tmp_path / "toy"
+    write_folder_dataset(make_dataset(n_subjects=3, n_samples=200), folder)
+    out = tmp_path / "out"
+    argv = ["run", "mean-level", "--dataset", str(folder), "--models", "last-value", "window-mean",
+            "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "Toy: MAE x100" in printed and "last-value" in printed and "window-mean" in printed
+    frame = read_records(out / "records.csv")
+    assert len(frame) == 2 * 3  # two models, three folds, one window, seed 0
+    assert set(frame["task"]) == {"mean-level"} and set(frame["status"]) == {"ok"}
+    assert set(frame["window"]) == {"32/8"} and np.isfinite(frame["mae"]).all()
+    assert (out / "tables" / "mean_level.md").exists()
+
+    assert main(argv) == 0  # rerun: every cell found done
+    assert "6 cells: 6 already done, 0 run now" in capsys.readouterr().out
+    assert main(["table", "mean-level", "--out", str(out)]) == 0
+    assert "Toy: MAE x100" in capsys.readouterr().out
+    assert main(["list", "tasks"]) == 0
+    assert "mean-level" in capsys.readouterr().out
+
+
+def test_unknown_tasks_are_named_with_the_known_ones():
+    with pytest.raises(UnknownTaskError, match="known tasks: forecasting, imputation, noise, classification"):
+        get_task("no-such-task")
+
+
+def test_the_built_in_tasks_are_registered_in_order():
+    assert list(TASKS)[:4] == ["forecasting", "imputation", "noise", "classification"]
+    assert all(isinstance(t, Task) and t.name == n for n, t in TASKS.items())
+
+
+def test_a_task_of_another_class_under_a_registered_name_is_refused():
+    class Impostor(MeanLevel):
+        name = "forecasting"
+
+    with pytest.raises(ValueError, match="'forecasting' is registered twice"):
+        register_task(Impostor())
+    assert type(get_task("forecasting")).__name__ != "Impostor"
