@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator, Protocol, TypeVar
 
 C = TypeVar("C")
@@ -69,20 +70,27 @@ _END = object()
 
 
 class ProcessExecutor:
-    """Local worker processes (spawned, so no state leaks from the parent)."""
+    """Local worker processes (spawned, so no state leaks from the parent).
+
+    A worker that dies (killed, out of memory, a crash in native code) breaks Python's whole pool,
+    and no future says whose cell killed it. The executor then starts a new pool and runs each cell
+    that was in flight alone, in a pool of its own: a cell that kills that one too is the culprit and
+    yields ``on_lost(cell, error)``; the others yield their results, and the sweep goes on.
+    """
 
     def __init__(self, jobs: int) -> None:
         if jobs < 1:
             raise ValueError("jobs must be >= 1")
         self.jobs = jobs
-        self._pool = ProcessPoolExecutor(
-            max_workers=jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
-            initargs=(os.getpid(),),
-        )
+        self._pool = self._new_pool(jobs)
+
+    @staticmethod
+    def _new_pool(workers: int) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_worker_init, initargs=(os.getpid(),))
 
     def run(self, fn: Callable[[C], R], cells: Iterable[C],
             on_lost: Callable[[C, BaseException], R] | None = None) -> Iterator[tuple[C, R]]:
-        # a dead worker breaks the whole pool and no future says whose cell killed it: on_lost is unused
         pending: dict[Future, C] = {}
         queue = iter(cells)  # drawn lazily: the caller may skip cells that became done meanwhile
         exhausted = False
@@ -97,9 +105,33 @@ class ProcessExecutor:
             if not pending:
                 break
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            suspects: list[C] = []
             for fut in done:
                 cell = pending.pop(fut)
-                yield cell, fut.result()
+                try:
+                    result = fut.result()
+                except BrokenProcessPool:
+                    if on_lost is None:
+                        raise
+                    suspects.append(cell)
+                    continue
+                yield cell, result
+            if suspects:  # the pool is broken: every cell still in flight went down with it
+                suspects += pending.values()
+                pending.clear()
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = self._new_pool(self.jobs)
+                for cell in suspects:
+                    yield cell, self._run_alone(fn, cell, on_lost)
+
+    def _run_alone(self, fn: Callable[[C], R], cell: C, on_lost: Callable[[C, BaseException], R]) -> R:
+        pool = self._new_pool(1)
+        try:
+            return pool.submit(fn, cell).result()
+        except BrokenProcessPool as exc:
+            return on_lost(cell, exc)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

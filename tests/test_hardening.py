@@ -96,6 +96,21 @@ def _alive(pid: int) -> bool:
     return "\nState:\tZ" not in state  # a zombie has exited
 
 
+def test_a_cell_that_kills_its_worker_gets_an_error_row_and_the_pool_goes_on(folder, tmp_path):
+    """A killed worker breaks Python's whole pool; the executor reruns the cells that were in flight
+    alone, so only the culprit's cells become error rows and every other cell finishes ok."""
+    out = tmp_path / "o"
+    assert main(["run", "forecasting", "--dataset", str(folder), "--models", "test-kills-worker", "last-value",
+                 "--windows", "48/24", "--max-windows-per-subject", "2", "--jobs", "2", "--out", str(out),
+                 "--no-progress"]) == 0
+    frame = read_records(out / "records.csv")
+    killed = frame[frame.model == "test-kills-worker"]
+    assert len(killed) == 3 and set(killed.status) == {"error"}
+    assert killed.error.str.contains("worker running this cell was lost").all()
+    ok = frame[frame.model == "last-value"]
+    assert len(ok) == 3 and set(ok.status) == {"ok"}
+
+
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to inspect processes")
 def test_workers_exit_after_their_parent_is_killed(tmp_path):
     script = textwrap.dedent(f"""
