@@ -160,7 +160,7 @@ def open_model_code(source: CodeSource, file: Path, code: str | os.PathLike | No
 
 
 def check(source: CodeSource, locate: Callable[[str, str | None], Path], card: str, weights: str | None = None,
-          code: str | None = None, **_: object) -> str | None:
+          code: str | None = None) -> str | None:
     """Registry check (cheap, imports nothing of the model): the checkpoint (``needs weights``), then the
     checkout (``needs code``)."""
     try:

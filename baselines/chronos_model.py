@@ -28,7 +28,7 @@ class Chronos(Model):
     """Both Chronos families behind one adapter; the checkpoint's config says which pipeline."""
 
     def __init__(self, card: str, weights: str | None = None, device: str = "cpu", seed: int = 0,
-                 batch_size: int = 256, **_: object) -> None:
+                 batch_size: int = 256) -> None:
         import chronos
         import torch
         from chronos import BaseChronosPipeline

@@ -18,7 +18,8 @@ class StatisticalFeatures(Model):
     name = "stat-features"
     capabilities = Capabilities(forecast=False, embed=True, multivariate=True, min_context=8)
 
-    def __init__(self, **_: object) -> None:
+    def __init__(self, seed: int = 0) -> None:
+        """``seed``: passed by the harness to every model; unused, this model is deterministic."""
         pass
 
     def _embed(self, batch: SeriesBatch) -> np.ndarray:

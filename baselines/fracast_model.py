@@ -20,12 +20,12 @@ class Fracast(Model):
     name = "fracast"
     capabilities = Capabilities(multivariate=False, min_context=16)
 
-    def __init__(self, weights: str | None = None, variant: str = "w8", device: str = "cpu", **_: object) -> None:
+    def __init__(self, weights: str | None = None, variant: str = "w8", device: str = "cpu", seed: int = 0) -> None:
         import fracast
         import torch
         from fracast import FracastModel
 
-        torch.manual_seed(0)
+        torch.manual_seed(seed)
         self._model = FracastModel.from_pretrained(weights, weights=variant, device=device)
         self._info = {"name": self.name, "fracast": getattr(fracast, "__version__", "?"), "variant": variant,
                       "weights": weights or "bundled in the wheel"}

@@ -14,7 +14,8 @@ from protocols.interface import Capabilities, Model, SeriesBatch
 class _PrefixImputer(Model):
     capabilities = Capabilities(forecast=False, impute=True, multivariate=False)
 
-    def __init__(self, **_: object) -> None:
+    def __init__(self, seed: int = 0) -> None:
+        """``seed``: passed by the harness to every model; unused, this model is deterministic."""
         pass
 
     def _impute(self, batch: SeriesBatch, query_time: np.ndarray) -> np.ndarray:

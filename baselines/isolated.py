@@ -315,7 +315,7 @@ class WorkerModel(Model):
 # ---------------------------------------------------------------------------- registry entry points
 
 def IsolatedForecaster(card: str, env: str, worker: str, weights: str | None = None, seed: int = 0,
-                       device: str = "cpu", worker_options: dict[str, Any] | None = None, **_: object) -> WorkerModel:
+                       device: str = "cpu", worker_options: dict[str, Any] | None = None) -> WorkerModel:
     """Factory of the isolated cards: weights first (never random), then the environment, then the worker."""
     c: Card = CARDS[card]
     source = resolve_weights(c, weights)
@@ -385,8 +385,7 @@ def check_lag_llama(card: str, env: str, weights: str | None = None, code: str |
 
 
 def LagLlamaForecaster(card: str, env: str, worker: str, weights: str | None = None, code: str | None = None,
-                       seed: int = 0, device: str = "cpu", worker_options: dict[str, Any] | None = None,
-                       **_: object) -> WorkerModel:
+                       seed: int = 0, device: str = "cpu", worker_options: dict[str, Any] | None = None) -> WorkerModel:
     """Lag-Llama: weights, then the code checkout, then the environment, then the worker (which puts the
     checkout on its ``sys.path`` and loads the checkpoint with ``weights_only=True``)."""
     source = _lag_llama_weights(card, weights)

@@ -15,7 +15,8 @@ from protocols.seasonality import estimate_period
 class _Naive(Model):
     capabilities = Capabilities(multivariate=False, min_context=2)
 
-    def __init__(self, **_: object) -> None:
+    def __init__(self, seed: int = 0) -> None:
+        """``seed``: passed by the harness to every model; unused, this model is deterministic."""
         pass
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
@@ -61,7 +62,8 @@ class SeasonalNaive(_Naive):
 
     name = "seasonal-naive"
 
-    def __init__(self, **_: object) -> None:
+    def __init__(self, seed: int = 0) -> None:
+        """``seed``: passed by the harness to every model; unused, this model is deterministic."""
         pass
 
     def _predict(self, y, t, q):

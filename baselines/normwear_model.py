@@ -115,7 +115,7 @@ def resample_to(x: np.ndarray, rate: float, target: float) -> np.ndarray:
 
 class NormWear(Model):
     def __init__(self, card: str, weights: str | None = None, code: str | None = None, device: str = "cpu",
-                 seed: int = 0, resample: str = "authors", **_: object) -> None:
+                 seed: int = 0, resample: str = "authors") -> None:
         if resample not in RESAMPLE_MODES:
             raise ValueError(f"normwear: resample must be one of {RESAMPLE_MODES}, got {resample!r}")
         c: Card = CARDS[card]

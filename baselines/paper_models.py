@@ -42,7 +42,7 @@ class RemoteCodeForecaster(Model):
 
     def __init__(self, card: str, weights: str | None = None, trust_remote_code: bool = False, device: str = "cpu",
                  seed: int = 0, output: str = "append", normalise: bool = True, num_samples: int = 20,
-                 generate_kwargs: dict | None = None, **_: object) -> None:
+                 generate_kwargs: dict | None = None) -> None:
         c: Card = CARDS[card]
         self.name, self.capabilities = c.name, c.capabilities
         if not trust_remote_code:

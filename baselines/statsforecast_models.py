@@ -19,7 +19,8 @@ class _StatsForecast(Model):
     capabilities = Capabilities(multivariate=False, min_context=8)
     model_class = ""
 
-    def __init__(self, **_: object) -> None:
+    def __init__(self, seed: int = 0) -> None:
+        """``seed``: passed by the harness to every model; unused, the fits are deterministic."""
         import statsforecast
         from statsforecast import models
 

@@ -42,7 +42,7 @@ ATTENTION_MODES = ("none", "channels")
 
 class TFC(Model):
     def __init__(self, card: str, weights: str | None = None, code: str | None = None, device: str = "cpu",
-                 seed: int = 0, attention: str = "none", **_: object) -> None:
+                 seed: int = 0, attention: str = "none") -> None:
         if attention not in ATTENTION_MODES:
             raise ValueError(f"tf-c: attention must be one of {ATTENTION_MODES}, got {attention!r}")
         c: Card = CARDS[card]

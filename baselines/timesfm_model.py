@@ -25,7 +25,7 @@ PATCH, OUTPUT_PATCH, CONTEXT_LIMIT = 32, 128, 16384
 
 class TimesFM25(Model):
     def __init__(self, card: str, weights: str | None = None, device: str = "cpu", seed: int = 0,
-                 min_padded_context: int = 1024, batch_size: int = 64, **_: object) -> None:
+                 min_padded_context: int = 1024, batch_size: int = 64) -> None:
         import timesfm
         import torch
 

@@ -21,7 +21,7 @@ CHECKPOINT = "model.ckpt"
 
 class TiRex(Model):
     def __init__(self, card: str, weights: str | None = None, device: str = "cpu", seed: int = 0,
-                 batch_size: int = 512, **_: object) -> None:
+                 batch_size: int = 512) -> None:
         import tirex  # noqa: F401  (registers the model class)
         from tirex.models.tirex import TiRexZero
 

@@ -196,7 +196,7 @@ def parse_model_option(item: str) -> tuple[str, str, Any]:
 
 def _check_model_options(config: RunConfig, model_names: tuple[str, ...]) -> None:
     """Every --model-option names a model of this run and an option its factory declares, before any work
-    starts: a factory's ``**_`` would swallow a misspelt key and the run would use the default unnoticed.
+    starts: a misspelt key is a usage error here, not a failed load in every cell.
     Only the models given options are inspected (that imports their module)."""
     seen: set[tuple[str, str]] = set()
     declared: dict[str, tuple[str, ...]] = {}
@@ -220,6 +220,18 @@ def _check_model_options(config: RunConfig, model_names: tuple[str, ...]) -> Non
             valid = declared[model]
             raise SpecError(f"{what}: {model} has no option {key!r}; "
                             + (f"its options: {', '.join(valid)}" if valid else f"{model} takes no options"))
+
+
+def _check_declares(model: str, option: str, what: str) -> None:
+    """``--weights`` and ``--trust-remote-code`` are passed as options: a model whose factory does not declare
+    them takes none, and would refuse them on load (factories have no ``**kwargs`` catch-all)."""
+    try:
+        names = get_spec(model).option_names()
+    except ImportError:
+        return  # its code does not import here: loading it reports that
+    if option not in names:
+        raise SpecError(f"{what}: {model} has no option {option!r}"
+                        + (f"; its options: {', '.join(names)}" if names else "; it takes no options"))
 
 
 def _check_weights_path(model: str, value: str) -> None:
@@ -251,9 +263,11 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
             get_spec(name)  # unknown model: a clear error now, not per cell
     for name, directory in config.weights:
         get_spec(name)
+        _check_declares(name, "weights", f"--weights {name}={directory}")
         _check_weights_path(name, directory)
     for name in config.trust_remote_code:
         get_spec(name)
+        _check_declares(name, "trust_remote_code", f"--trust-remote-code {name}")
     _check_model_options(config, tuple(model_names))
     summary = RunSummary(records_path=config.records_path)
     cells: list[tuple[Cell, dict[str, object]]] = []

@@ -2,6 +2,8 @@
 
 Each entry points at a factory ``"package.module:callable"``.  The factory takes keyword
 options (``weights``, ``device``, ``seed`` ...) and returns a :class:`protocols.interface.Model`.
+Its options are its named parameters, with no ``**kwargs`` catch-all: ``seed`` is always passed, and
+an option it does not declare is an :class:`UnknownOptionError` naming the model and its options.
 An optional ``check`` callable tells, without loading anything heavy, whether the model can
 run here; when it cannot, the runner writes rows with status ``unavailable`` and the reason.
 
@@ -54,6 +56,13 @@ from protocols.interface import Capabilities, Model
 class UnknownModelError(KeyError):
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable
         return str(self.args[0])
+
+
+class UnknownOptionError(TypeError):
+    """An option the model's factory does not declare (a misspelt key, or one meant for another model).
+
+    Factories declare their options as named parameters, with no ``**kwargs`` catch-all, so that a wrong
+    key is an error rather than silently ignored; :meth:`ModelSpec.load` names the model and its options."""
 
 
 class ModelUnavailableError(RuntimeError):
@@ -162,7 +171,7 @@ class ModelSpec:
 
     def option_names(self) -> tuple[str, ...]:
         """The options the factory names explicitly (sorted), minus ``REGISTRATION_OPTIONS``. A ``**kwargs``
-        catch-all declares nothing: many factories take ``**_``, which would swallow a misspelt option.
+        catch-all declares nothing (built-in factories have none: an undeclared option is an error in :meth:`load`).
         Imports the factory's module (for SOTER: torch), so call it only when options are given."""
         params = inspect.signature(_resolve(self.factory)).parameters.values()
         return tuple(sorted(p.name for p in params if p.kind in _NAMED and p.name not in REGISTRATION_OPTIONS))
@@ -171,7 +180,18 @@ class ModelSpec:
         reason = self.unavailable_reason(**options)
         if reason is not None:
             raise ModelUnavailableError(reason)
-        model = _resolve(self.factory)(**{**self.options, **options})
+        factory = _resolve(self.factory)
+        given = {**self.options, **options}
+        params = inspect.signature(factory).parameters.values()
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            unknown = sorted(set(given) - {p.name for p in params if p.kind in _NAMED})
+            if unknown:
+                declared = self.option_names()
+                raise UnknownOptionError(
+                    f"model {self.name!r} has no option{'s' if len(unknown) > 1 else ''} "
+                    f"{', '.join(repr(k) for k in unknown)}; "
+                    + (f"its options: {', '.join(declared)}" if declared else "it takes no options"))
+        model = factory(**given)
         if not isinstance(model, Model):
             raise TypeError(f"factory of {self.name!r} returned {type(model).__name__}, not a Model")
         return model

@@ -16,7 +16,7 @@ class SlowLastValue(Model):
     name = "test-slow-last-value"
     capabilities = Capabilities(multivariate=False)
 
-    def __init__(self, delay: float = 0.3, **_: object) -> None:
+    def __init__(self, delay: float = 0.3, seed: int = 0) -> None:
         self.delay = delay
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
@@ -28,7 +28,7 @@ class Broken(Model):
     name = "test-broken"
     capabilities = Capabilities(multivariate=True)
 
-    def __init__(self, **_: object) -> None:
+    def __init__(self, seed: int = 0, weights: str | None = None) -> None:  # weights: as test-needs-weights
         pass
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
@@ -54,7 +54,7 @@ class MeanStdEmbedder(Model):
     name = "test-mean-std"
     capabilities = Capabilities(forecast=False, embed=True, multivariate=True)
 
-    def __init__(self, **_: object) -> None:
+    def __init__(self, seed: int = 0) -> None:
         pass
 
     def _embed(self, batch: SeriesBatch) -> np.ndarray:
@@ -71,7 +71,7 @@ class Overflowing(Model):
     name = "test-overflow"
     capabilities = Capabilities(multivariate=True)
 
-    def __init__(self, **_: object) -> None:
+    def __init__(self, seed: int = 0) -> None:
         pass
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
@@ -88,7 +88,7 @@ class KillsItsWorker(Model):
     name = "test-kills-worker"
     capabilities = Capabilities(multivariate=True)
 
-    def __init__(self, **_: object) -> None:
+    def __init__(self, seed: int = 0) -> None:
         pass
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
@@ -109,7 +109,7 @@ class QuantileLastValue(Model):
     name = "test-quantile-last-value"
     capabilities = Capabilities(multivariate=True, quantiles=True)
 
-    def __init__(self, spread: float = 0.0, **_: object) -> None:
+    def __init__(self, spread: float = 0.0, seed: int = 0) -> None:
         self.spread = spread
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:

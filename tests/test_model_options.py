@@ -13,7 +13,7 @@ import torch
 from harness.cli import main
 from harness.runner import RunConfig, execute, parse_model_option, plan
 from harness.store import RecordStore, read_records
-from models.registry import get_spec
+from models.registry import UnknownOptionError, get_spec
 from protocols.datasets.folder import write_folder_dataset
 from protocols.interface import SeriesBatch, forecast
 from protocols.specs import SpecError, WindowSpec
@@ -168,3 +168,22 @@ def test_batch_size_reaches_the_shipped_soter_within_its_declared_tolerance():
 def test_a_batch_size_below_one_is_refused():
     with pytest.raises(ValueError, match="batch_size"):
         get_spec("soter").load(seed=0, batch_size=0)
+
+
+@pytest.mark.parametrize("name, misspelt, options", [
+    ("auto-ets", "season_lenght", "its options: seed"),  # a statistical baseline
+    ("window-mean", "perod", "its options: seed"),
+    ("soter-tiny-random", "batchsize", "its options: batch_size, config, device, per_channel, rollout, seed"),
+])
+def test_a_misspelt_option_is_an_error_on_load_not_ignored(name, misspelt, options):
+    """Factories declare their options (no ``**_`` catch-all): a wrong key names the model and its options."""
+    with pytest.raises(UnknownOptionError, match=f"model '{name}' has no option '{misspelt}'; {options}$"):
+        get_spec(name).load(seed=0, **{misspelt: 8})
+    assert get_spec(name).load(seed=0) is not None  # and the options the harness passes are accepted
+
+
+def test_weights_for_a_model_without_weights_stop_the_run(folder, tmp_path):
+    with pytest.raises(SpecError, match="--weights last-value=/w: last-value has no option 'weights'"):
+        plan(_config(folder, tmp_path / "o", ("last-value",), weights=(("last-value", "/w"),)))
+    with pytest.raises(SpecError, match="--trust-remote-code soter-tiny-random: soter-tiny-random has no option"):
+        plan(_config(folder, tmp_path / "o", ("soter-tiny-random",), trust_remote_code=("soter-tiny-random",)))

@@ -97,8 +97,9 @@ class SoterAdapter(Model):
 
 
 def load_soter(weights: str | Path | None = None, rollout: str = "autoregressive", per_channel: bool = False,
-               device: str = "cpu", name: str = "soter", batch_size: int = 256, **_: object) -> SoterAdapter:
-    """The trained checkpoint (shipped, or ``weights=DIR``). ``batch_size``: rows per forward pass (memory)."""
+               device: str = "cpu", name: str = "soter", batch_size: int = 256, seed: int = 0) -> SoterAdapter:
+    """The trained checkpoint (shipped, or ``weights=DIR``). ``batch_size``: rows per forward pass (memory).
+    ``seed``: passed by the harness to every model; unused, a trained SOTER is deterministic."""
     from models.soter.io import from_pretrained
     from models.soter.registration import checkpoint_dir
 
@@ -108,8 +109,7 @@ def load_soter(weights: str | Path | None = None, rollout: str = "autoregressive
 
 
 def load_random_tiny(seed: int = 0, rollout: str = "autoregressive", per_channel: bool = False,
-                     config: str = "soter-tiny", device: str = "cpu", batch_size: int = 256,
-                     **_: object) -> SoterAdapter:
+                     config: str = "soter-tiny", device: str = "cpu", batch_size: int = 256) -> SoterAdapter:
     """RANDOM WEIGHTS: for tests and smoke runs only; never a SOTER result. The weights are drawn on the
     CPU, so every device gets the same model."""
     torch.manual_seed(seed)
@@ -119,8 +119,9 @@ def load_random_tiny(seed: int = 0, rollout: str = "autoregressive", per_channel
 
 
 def load_authors(weights: str | Path | None = None, rollout: str = "autoregressive", per_channel: bool = False,
-                 device: str = "cpu", batch_size: int = 256, **_: object) -> SoterAdapter:
-    """The authors' released checkpoint from a local folder (``--weights soter-authors=DIR``)."""
+                 device: str = "cpu", batch_size: int = 256, seed: int = 0) -> SoterAdapter:
+    """The authors' released checkpoint from a local folder (``--weights soter-authors=DIR``).
+    ``seed``: passed by the harness to every model; unused, the checkpoint is deterministic."""
     from models.soter.authors import from_authors
 
     if not weights:
