@@ -109,12 +109,11 @@ def per_window(w: CellWindows, metric: str) -> np.ndarray:
 
 
 # -- significance and intervals ------------------------------------------------------------------
-def significance(frame: pd.DataFrame, results: Path, task: str, metric: str = "rmse",
+def significance(frame: pd.DataFrame, windows: dict[tuple, dict[str, CellWindows]], task: str, metric: str = "rmse",
                  reference: str | None = None, alpha: float = 0.05, n_boot: int = 2000) -> pd.DataFrame:
     """One row per (cell, model): the cell score, its block-bootstrap interval over subjects, and the
     Holm-corrected Wilcoxon test against the cell's best model (or ``reference``) on the same windows."""
     scores = cell_scores(frame, task, metric)
-    windows, _ = cell_windows(frame, results, task)
     rows = []
     for cell, models in windows.items():
         score = scores.loc[cell] if cell in scores.index else pd.Series(dtype=float)
@@ -174,7 +173,8 @@ def quantile_scores(windows: dict[tuple, dict[str, CellWindows]]) -> tuple[pd.Da
     return pd.DataFrame.from_dict(crps, orient="index"), pd.DataFrame.from_dict(wql, orient="index")
 
 
-def leaderboard(frame: pd.DataFrame, results: Path, task: str, baseline: str = BASELINE) -> tuple[pd.DataFrame, str]:
+def leaderboard(frame: pd.DataFrame, windows: dict[tuple, dict[str, CellWindows]], task: str,
+                baseline: str = BASELINE) -> tuple[pd.DataFrame, str]:
     """The statistics leaderboard on RMSE, with MAE's skill and the mean MASE beside it; a note when
     the skill cannot be computed (no baseline in the records)."""
     scores = cell_scores(frame, task, "rmse")
@@ -188,7 +188,6 @@ def leaderboard(frame: pd.DataFrame, results: Path, task: str, baseline: str = B
     else:
         board = stats.leaderboard(scores, baseline)
         board["mae_skill"] = stats.skill_scores(cell_scores(frame, task, "mae"), baseline)
-    windows, _ = cell_windows(frame, results, task)
     mase = mase_scores(windows)
     board["mase"] = mase.mean(axis=0) if not mase.empty else np.nan
     crps, wql = quantile_scores(windows)
@@ -263,7 +262,8 @@ def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: s
     for task in stat_tasks():
         if not (frame["task"] == task).any():
             continue
-        board, note = leaderboard(frame, results, task)
+        windows, lacking = cell_windows(frame, results, task)  # read once: every statistic below uses them
+        board, note = leaderboard(frame, windows, task)
         _write(board, out / f"leaderboard_{task}",
                f"Leaderboard, {task} (RMSE): skill = 1 - geometric mean of RMSE / {BASELINE}'s over the cells "
                "both completed; avg_rank over cells every model completed; wins/ties/losses summed over the "
@@ -286,7 +286,6 @@ def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: s
                                      f"statistics/cd_{metric}_{task}.png")
             except ValueError as exc:
                 done.missing.append((f"{task} critical-difference diagram ({label})", str(exc)))
-        windows, lacking = cell_windows(frame, results, task)
         if lacking:
             done.missing.append((f"{task} per-window statistics for some cells",
                                  f"{lacking} finished rows have no per-window errors (written before they were kept, "
@@ -296,7 +295,7 @@ def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: s
                                  "no per-window errors under the results folder"))
             continue
         for metric, label in METRICS.items():
-            sig = significance(frame, results, task, metric, reference, alpha, n_boot)
+            sig = significance(frame, windows, task, metric, reference, alpha, n_boot)
             sig.to_csv(out / f"significance_{metric}_{task}.csv", index=False)
             grid = significance_grid(sig)
             _write(grid, out / f"significance_{metric}_{task}_grid",

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.cli import main
-from harness.stats_report import leaderboard
+from harness.stats_report import cell_windows, leaderboard
 from harness.store import read_records
 from protocols import interface
 from protocols.datasets.folder import write_folder_dataset
@@ -54,7 +54,7 @@ def test_crps_and_wql_reach_the_leaderboard_for_quantile_models_only(tmp_path: P
     by_model = frame.groupby("model")[["sse", "sae"]].sum()
     # the same point forecast as last-value: identical errors (the quantiles change nothing there)
     assert by_model.loc["test-quantile-last-value"].tolist() == pytest.approx(by_model.loc["last-value"].tolist())
-    board, _ = leaderboard(frame, out, "forecasting")
+    board, _ = leaderboard(frame, cell_windows(frame, out, "forecasting")[0], "forecasting")
     # spread 0: every quantile is the point, so the CRPS estimate is the MAE (mean |error| over points)
     mae = by_model.loc["last-value", "sae"] / frame[frame.model == "last-value"].n_points.sum()
     assert board.loc["test-quantile-last-value", "crps"] == pytest.approx(mae)

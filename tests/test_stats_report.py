@@ -53,12 +53,16 @@ def _records(out: Path, with_windows: bool = True) -> pd.DataFrame:
     return read_records(out / "records.csv")
 
 
+def _windows(frame: pd.DataFrame, results: Path) -> dict:
+    return stats_report.cell_windows(frame, results, "forecasting")[0]
+
+
 def test_leaderboard_skill_ranks_ties_and_missing_cells(tmp_path):
     frame = _records(tmp_path)
     scores = stats_report.cell_scores(frame, "forecasting")
     assert scores.shape == (3, 5) and math.isnan(scores.loc[("d", "96/48", "clean"), "C"])
     assert scores.loc[("d", "48/24", "clean"), "B"] == pytest.approx(RMSE["B"])
-    board, note = stats_report.leaderboard(frame, tmp_path, "forecasting")
+    board, note = stats_report.leaderboard(frame, _windows(frame, tmp_path), "forecasting")
     assert note == ""
     sn = RMSE["seasonal-naive"]
     assert board.loc["A", "skill"] == pytest.approx(1 - 1 / sn)  # the same ratio in every cell
@@ -78,7 +82,7 @@ def test_leaderboard_skill_ranks_ties_and_missing_cells(tmp_path):
 
 def test_significance_marks_and_bootstrap_intervals(tmp_path):
     frame = _records(tmp_path)
-    sig = stats_report.significance(frame, tmp_path, "forecasting", "rmse", n_boot=200)
+    sig = stats_report.significance(frame, _windows(frame, tmp_path), "forecasting", "rmse", n_boot=200)
     cell = sig[(sig.window == "48/24")].set_index("model")
     assert set(cell.reference) == {"A"}
     # SN, E and C: 8 distinct positive differences from A -> exact two-sided p = 2/2^8; B: one non-zero
