@@ -99,7 +99,10 @@ class RayExecutor:
     def close(self) -> None:
         for ref in list(self._pending):
             try:
-                self._ray.cancel(ref, force=True)
+                # not force=True: force-cancelling a task that is just finishing crashed ray 2.60's core
+                # worker (task_manager.cc "Check failed") on an interrupt in CI; shutdown stops a local
+                # instance's workers anyway, and on a joined cluster the cell finishes and is discarded
+                self._ray.cancel(ref)
             except Exception:  # already finished or its node is gone: nothing left to stop
                 pass
         self._pending.clear()
