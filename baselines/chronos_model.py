@@ -17,32 +17,30 @@ import warnings
 
 import numpy as np
 
-from baselines.foundation import CARDS, Card, quiet_transformers, register_card, resolve_weights, seed_everything
-from protocols.interface import Capabilities, Model, SeriesBatch
+from baselines.foundation import Card, FoundationModel, register_card
+from protocols.interface import Capabilities, SeriesBatch
 
 _FILES = (("config.json",), ("model.safetensors", "model.safetensors.index.json"))
 _APACHE = "Apache-2.0 (weights)"
 
 
-class Chronos(Model):
+class Chronos(FoundationModel):
     """Both Chronos families behind one adapter; the checkpoint's config says which pipeline."""
+
+    library, library_module, uses_transformers = "chronos-forecasting", "chronos", True
 
     def __init__(self, card: str, weights: str | None = None, device: str = "cpu", seed: int = 0,
                  batch_size: int = 256) -> None:
-        import chronos
+        super().__init__(card, weights, device, seed, batch_size=batch_size)
+
+    def _load(self, source: str, device: str, batch_size: int) -> dict[str, object]:
         import torch
         from chronos import BaseChronosPipeline
 
-        c: Card = CARDS[card]
-        self.name, self.capabilities = c.name, c.capabilities
-        source = resolve_weights(c, weights)
-        quiet_transformers()
-        seed_everything(seed)
         pipeline = BaseChronosPipeline.from_pretrained(source, dtype=torch.float32)
         pipeline.model.to(device).eval()
         self._pipeline, self._batch_size = pipeline, batch_size
-        self._info = {"name": self.name, "chronos-forecasting": chronos.__version__, "weights": source,
-                      "pipeline": type(pipeline).__name__, "point": "median"}
+        return {"pipeline": type(pipeline).__name__, "point": "median"}
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
         return self._forecast_quantiles(batch, query_times, (0.5,))[0]
@@ -73,10 +71,6 @@ class Chronos(Model):
                 quantiles = np.concatenate([np.asarray(q, dtype=np.float64) for q, _ in parts])[:, None]
         return point, quantiles[..., :len(levels)]
 
-    def describe(self) -> dict[str, object]:
-        return dict(self._info)
-
-
 _CHRONOS2 = dict(requires=("chronos",), extra="chronos", files=_FILES, licence=_APACHE,
                  capabilities=Capabilities(multivariate=True, min_context=16, quantiles=True), native_horizon=1024,
                  source="Hugging Face")
@@ -92,4 +86,4 @@ for _card in (
     *(Card(f"chronos-bolt-{size}", f"Chronos-Bolt-{size.capitalize()}", None, f"amazon/chronos-bolt-{size}", **_BOLT)
       for size in ("tiny", "mini", "small", "base")),
 ):
-    register_card(_card, "baselines.chronos_model:Chronos")
+    register_card(_card, Chronos)

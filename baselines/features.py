@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from models.registry import register_model
 from protocols.interface import Capabilities, Model, SeriesBatch
 
 BANDS = ((0.0, 0.05), (0.05, 0.15), (0.15, 0.3), (0.3, 0.5))  # cycles per sample
 
 
+@register_model(description="Per-channel mean, std and spectral band-power shares (embedding only)",
+                family="statistical", tasks=("classification",))
 class StatisticalFeatures(Model):
     name = "stat-features"
     capabilities = Capabilities(forecast=False, embed=True, multivariate=True, min_context=8)

@@ -1,7 +1,9 @@
 """What every foundation-model baseline declares, and where its weights come from.
 
 Each baseline module describes its models with a :class:`Card` (paper name and parameter count,
-hub id, weight licence, capabilities, requirements) and registers them with :func:`register_card`.
+hub id, weight licence, capabilities, requirements) and registers them with :func:`register_card`,
+naming the adapter class. An adapter subclasses :class:`FoundationModel`, which opens the card once
+for all of them (name, capabilities, weights, seed, ``describe()``); the subclass loads the model.
 This module imports nothing heavy: ``harness list`` reads the cards without loading a model.
 
 Weights are looked up, in order (:func:`resolve_weights`):
@@ -17,17 +19,18 @@ weights are never used outside tests.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from protocols.interface import Capabilities
+from protocols.interface import Capabilities, Model
 from models.registry import (NEEDS_FLAG, NEEDS_WEIGHTS, ModelSpec, ModelUnavailableError, Unavailable,
-                             register)
+                             import_path, register)
 
 WEIGHTS_FILE_ENV = "SOTER_BENCH_WEIGHTS"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -69,8 +72,13 @@ class Card:
 CARDS: dict[str, Card] = {}
 
 
-def register_card(card: Card, factory: str, check: str = "baselines.foundation:check") -> ModelSpec:
-    """Register ``card`` under its name; it joins the default set only when its weights are found."""
+def register_card(card: Card, factory: type[Model] | Callable[..., Model] | str,
+                  check: Callable[..., str | None] | str = "baselines.foundation:check") -> ModelSpec:
+    """Register ``card`` under its name; it joins the default set only when its weights are found.
+
+    ``factory`` (the adapter class, or a factory function) and ``check`` are kept by their import path
+    (:func:`models.registry.import_path`); a ``"module:callable"`` string is still accepted."""
+    factory, check = import_path(factory), import_path(check)
     CARDS[card.name] = card
     installed = all(importlib.util.find_spec(m.split(".")[0]) is not None for m in card.requires)
     default = (installed and check == "baselines.foundation:check" and not card.remote_code
@@ -81,6 +89,50 @@ def register_card(card: Card, factory: str, check: str = "baselines.foundation:c
         check=check, default=default, tasks=card.tasks,
         capabilities=card.capabilities, options={"card": card.name, **card.options},
     ))
+
+
+class FoundationModel(Model):
+    """An adapter of a card's model: the opening every foundation-model adapter shares, written once.
+
+    ``__init__`` imports the library (a missing one fails first), looks up the card (name and
+    capabilities), resolves the weights (never random: :func:`resolve_weights`), quiets transformers
+    when the model loads through it, seeds torch and calls :meth:`_load`; ``describe()`` gives the
+    name, the library's version, the weights and what ``_load`` returned. A subclass declares its
+    options in its own ``__init__`` (the factory's signature: no ``**kwargs`` catch-all) and passes them
+    on to ``super().__init__``, which hands them to ``_load``.
+    """
+
+    library: str | None = None  # distribution whose version describe() names, e.g. "tirex-ts"
+    library_module: str | None = None  # its importable module, imported before anything else
+    uses_transformers: bool = False  # loads through transformers: hide its progress bars
+
+    def __init__(self, card: str, weights: str | None, device: str, seed: int, **options: Any) -> None:
+        if self.library_module is not None:
+            importlib.import_module(self.library_module)
+        c: Card = CARDS[card]
+        self.name, self.capabilities = c.name, c.capabilities
+        source = self._weights(c, weights)
+        if self.uses_transformers:
+            quiet_transformers()
+        seed_everything(seed)
+        extra = self._load(source, device, **options)
+        self._info: dict[str, object] = {"name": self.name}
+        if self.library is not None:
+            from importlib.metadata import version
+
+            self._info[self.library] = version(self.library)
+        self._info.update({"weights": source, **extra})
+
+    def _weights(self, card: Card, weights: str | None) -> str:
+        """Where the weights are (:func:`resolve_weights`); research-code models name a checkpoint file."""
+        return resolve_weights(card, weights)
+
+    def _load(self, source: str, device: str, **options: Any) -> dict[str, object]:
+        """Loads the model from ``source`` onto ``device``; returns what ``describe()`` adds."""
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, object]:
+        return dict(self._info)
 
 
 def check(card: str, weights: str | None = None, trust_remote_code: bool = False, **_: object) -> str | None:

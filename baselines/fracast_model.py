@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from models.registry import register_model
 from protocols.interface import Capabilities, Model, SeriesBatch
 
 MEDIAN = 4  # quantile levels 0.1 .. 0.9
 
 
+@register_model(
+    description="Fracast-0, a pretrained time-series foundation model (85k parameters) with weights in its "
+                "wheel: real zero-shot forecasts offline (not in the default set: ~0.13 s per series on 2 CPU "
+                "cores, see BENCHMARKS.md; --models fracast)", family="foundation",
+    licence="Apache-2.0 (weights)", requires=("fracast",), extra="fracast", default=False)
 class Fracast(Model):
     name = "fracast"
     capabilities = Capabilities(multivariate=False, min_context=16)

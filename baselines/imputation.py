@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from models.registry import register_model
 from protocols.interface import Capabilities, Model, SeriesBatch
 
 
@@ -30,6 +31,7 @@ class _PrefixImputer(Model):
         raise NotImplementedError
 
 
+@register_model(description="Last observation carried forward", tasks=("imputation",))
 class CarryForward(_PrefixImputer):
     """Last observation carried forward (LOCF)."""
 
@@ -39,6 +41,7 @@ class CarryForward(_PrefixImputer):
         return float(v[-1])
 
 
+@register_model(description="Line through the last two observed points", tasks=("imputation",))
 class LinearExtrapolation(_PrefixImputer):
     """The line through the last two observed points, evaluated at the query time."""
 
@@ -51,6 +54,7 @@ class LinearExtrapolation(_PrefixImputer):
         return float(v[-1] + slope * (query - t[-1]))
 
 
+@register_model(description="Natural cubic spline of the observed prefix, extrapolated", tasks=("imputation",))
 class SplineExtrapolation(_PrefixImputer):
     """Natural cubic spline through the observed prefix, extended past its last knot
     (scipy's extrapolation of the last cubic piece)."""

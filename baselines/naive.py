@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from models.registry import register_model
 from protocols.interface import Capabilities, Model, SeriesBatch, fill_prefix
 from protocols.seasonality import estimate_period
 
@@ -27,6 +28,7 @@ class _Naive(Model):
         raise NotImplementedError
 
 
+@register_model(description="Repeats the last observed value (per channel)")
 class LastValue(_Naive):
     name = "last-value"
 
@@ -34,6 +36,7 @@ class LastValue(_Naive):
         return np.repeat(y[:, -1:], q.shape[1], axis=1)
 
 
+@register_model(description="Mean of the context (per channel)")
 class WindowMean(_Naive):
     name = "window-mean"
 
@@ -41,6 +44,7 @@ class WindowMean(_Naive):
         return np.repeat(y.mean(axis=1, keepdims=True), q.shape[1], axis=1)
 
 
+@register_model(description="Line through the first and last context points, extended in time")
 class Drift(_Naive):
     """The line through the first and last context points, evaluated at the query times."""
 
@@ -51,6 +55,7 @@ class Drift(_Naive):
         return y[:, -1:] + slope[:, None] * (q - t[:, -1:])
 
 
+@register_model(description="Repeats the last season; period from the context's autocorrelation peak")
 class SeasonalNaive(_Naive):
     """Repeats the last season; the period is the context's autocorrelation peak.
 

@@ -37,8 +37,8 @@ import numpy as np
 
 from baselines import checkout
 from baselines.checkout import CodeSource, load_into, open_model_code
-from baselines.foundation import CARDS, Card, seed_everything
-from protocols.interface import Model, ModelInputError, SeriesBatch
+from baselines.foundation import Card, FoundationModel
+from protocols.interface import ModelInputError, SeriesBatch
 
 SOURCE = CodeSource(
     model="normwear", repo="https://github.com/Mobile-Sensing-and-UbiComp-Laboratory/NormWear",
@@ -113,28 +113,31 @@ def resample_to(x: np.ndarray, rate: float, target: float) -> np.ndarray:
     return resample_poly(x, ratio.numerator, ratio.denominator, axis=-1)
 
 
-class NormWear(Model):
+class NormWear(FoundationModel):
     def __init__(self, card: str, weights: str | None = None, code: str | None = None, device: str = "cpu",
                  seed: int = 0, resample: str = "authors") -> None:
         if resample not in RESAMPLE_MODES:
             raise ValueError(f"normwear: resample must be one of {RESAMPLE_MODES}, got {resample!r}")
-        c: Card = CARDS[card]
-        self.name, self.capabilities = c.name, c.capabilities
-        file = checkpoint_file(card, weights)
+        super().__init__(card, weights, device, seed, code=code, resample=resample)
+
+    def _weights(self, card: Card, weights: str | None) -> str:
+        return str(checkpoint_file(card.name, weights))
+
+    def _load(self, source: str, device: str, code: str | None, resample: str) -> dict[str, object]:
+        file = Path(source)
         with timm_helper() as timm_used:
             root, module, state = open_model_code(SOURCE, file, code, "modules.normwear")
         import torch
 
-        seed_everything(seed)
         # the released checkpoint carries the pre-training decoder; an encoder-only one loads without it
         pretrain = any(k.startswith("decoder_") for k in state)
         self._model = module.NormWear(**ARCHITECTURE, is_pretrain=pretrain)
-        load_into(c.name, self._model, state, file)
+        load_into(self.name, self._model, state, file)
         self._model.to(device).eval()
         self._cwt, self._torch, self._device, self._resample = module.cwt_wrap, torch, torch.device(device), resample
-        self._info = {"name": self.name, "code": str(root), "weights": str(file), "resample": resample, "timm": timm_used,
-                      "checkpoint_loading": "torch.load(weights_only=True)",
-                      "embedding": "mean over [CLS] and patch tokens per channel, channels concatenated"}
+        return {"code": str(root), "resample": resample, "timm": timm_used,
+                "checkpoint_loading": "torch.load(weights_only=True)",
+                "embedding": "mean over [CLS] and patch tokens per channel, channels concatenated"}
 
     def _rate_for(self, rate: float) -> float:
         if self._resample == "always" or (self._resample == "authors" and rate > RESAMPLE_ABOVE):
@@ -170,9 +173,6 @@ class NormWear(Model):
             spec = spec.reshape(b, c, *spec.shape[1:]).float()
             tokens = self._model.get_signal_embedding(spec, hidden_out=False, device=self._device)  # [B, C, P, E]
             return tokens.mean(dim=2).reshape(b, -1).double().cpu().numpy()
-
-    def describe(self) -> dict[str, object]:
-        return dict(self._info)
 
 
 def checkpoint_file(card: str, weights: str | None) -> Path:

@@ -22,16 +22,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines.foundation import CARDS, Card, quiet_transformers, register_card, resolve_weights, seed_everything
+from baselines.foundation import CARDS, Card, FoundationModel, register_card
+from baselines.isolated import IsolatedForecaster, LagLlamaForecaster, check as isolated_check, check_lag_llama
+from baselines.normwear_model import NormWear, check as normwear_check
+from baselines.tfc_model import TFC, check as tfc_check
 from models.registry import ModelUnavailableError
-from protocols.interface import Capabilities, Model, SeriesBatch
+from protocols.interface import Capabilities, SeriesBatch
 
 _HF_FILES = (("config.json",), ("*.safetensors", "*.bin"))
 _REMOTE_FILES = (("config.json",), ("*.safetensors", "*.bin"), ("modeling_*.py",))
 _TRANSFORMERS_440 = "its checkpoint code targets transformers 4.40.1; a newer transformers may not load it"
 
 
-class RemoteCodeForecaster(Model):
+class RemoteCodeForecaster(FoundationModel):
     """An ``AutoModelForCausalLM`` checkpoint with its own code and a ``generate`` that forecasts.
 
     Per channel. ``output`` says how ``generate`` returns the forecast: ``"append"`` (context and
@@ -40,25 +43,29 @@ class RemoteCodeForecaster(Model):
     context) before the call and undoes it after, as the model cards do.
     """
 
+    uses_transformers = True
+
     def __init__(self, card: str, weights: str | None = None, trust_remote_code: bool = False, device: str = "cpu",
                  seed: int = 0, output: str = "append", normalise: bool = True, num_samples: int = 20,
                  generate_kwargs: dict | None = None) -> None:
-        c: Card = CARDS[card]
-        self.name, self.capabilities = c.name, c.capabilities
         if not trust_remote_code:
-            raise ModelUnavailableError(f"{c.name} runs its checkpoint's own code: pass --trust-remote-code {c.name}")
-        source = resolve_weights(c, weights)
+            name = CARDS[card].name
+            raise ModelUnavailableError(f"{name} runs its checkpoint's own code: pass --trust-remote-code {name}")
+        self._seed = seed
+        super().__init__(card, weights, device, seed, output=output, normalise=normalise, num_samples=num_samples,
+                         generate_kwargs=generate_kwargs)
+
+    def _load(self, source: str, device: str, output: str, normalise: bool, num_samples: int,
+              generate_kwargs: dict | None) -> dict[str, object]:
         import torch
         from transformers import AutoModelForCausalLM
 
-        quiet_transformers()
-        seed_everything(seed)
-        self._seed, self._torch = seed, torch
+        self._torch = torch
         self._model = AutoModelForCausalLM.from_pretrained(source, trust_remote_code=True).to(device).eval()
         self._device, self._output, self._normalise = device, output, normalise
         self._num_samples, self._kwargs = num_samples, dict(generate_kwargs or {})
-        self._info = {"name": self.name, "weights": source, "trust_remote_code": True, "output": output,
-                      "normalise": normalise, "num_samples": num_samples if output == "samples" else None}
+        return {"trust_remote_code": True, "output": output, "normalise": normalise,
+                "num_samples": num_samples if output == "samples" else None}
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
         torch = self._torch
@@ -77,9 +84,6 @@ class RemoteCodeForecaster(Model):
                 pred = out.float()[:, -h:]
         return (np.asarray(pred.cpu(), dtype=np.float64) * std + mean)[:, None, :]
 
-    def describe(self) -> dict[str, object]:
-        return dict(self._info)
-
 
 def _carry_forward(batch: SeriesBatch) -> np.ndarray:
     from protocols.interface import fill_prefix
@@ -87,7 +91,6 @@ def _carry_forward(batch: SeriesBatch) -> np.ndarray:
     return fill_prefix(batch).values[:, 0]
 
 
-_REMOTE = "baselines.paper_models:RemoteCodeForecaster"
 _PER_CHANNEL = Capabilities(multivariate=False)
 
 # ------------------------------------------------------------------ transformers remote code
@@ -117,11 +120,9 @@ for card in (
          notes="multimodal generative TSFM, used on time series only; the paper's appendix gives 260.8M, its table "
                "210.8M"),
 ):
-    register_card(card, _REMOTE)
+    register_card(card, RemoteCodeForecaster)
 
 # ------------------------------------------------------------------ their own environment (baselines/isolated.py)
-_ISOLATED = "baselines.isolated:IsolatedForecaster"
-_ISOLATED_CHECK = "baselines.isolated:check"
 _MOMENT_NOTES = ("runs in its own virtual environment (momentfm 0.1.4 pins transformers 4.33.3 and numpy 1.25.2; "
                  "baselines/envs/moment.txt), created on first use; forecasts by zero-shot masked reconstruction "
                  "of a 64-step masked block after the context (the released checkpoints carry only the reconstruction "
@@ -150,7 +151,7 @@ for card in (
                "handles one target only: its recursive path fails for several); point forecast: its 0.5 quantile",
          options={"env": "moirai", "worker": "moirai_worker.py", "worker_options": {"family": "moirai2"}}),
 ):
-    register_card(card, _ISOLATED, check=_ISOLATED_CHECK)
+    register_card(card, IsolatedForecaster, check=isolated_check)
 
 # Lag-Llama: not on PyPI; its code comes from the user's checkout (needs code), its checkpoint is a pickle
 # read with weights_only=True and an allow-list (baselines/workers/lag_llama_worker.py)
@@ -164,7 +165,7 @@ register_card(
                "torch.load(weights_only=True) and an allow-list; point forecast: median of 100 seeded sample "
                "paths, per channel",
          options={"env": "lag-llama", "worker": "lag_llama_worker.py"}),
-    "baselines.isolated:LagLlamaForecaster", check="baselines.isolated:check_lag_llama")
+    LagLlamaForecaster, check=check_lag_llama)
 
 _TTM_NOTES = ("runs in its own virtual environment (granite-tsfm 0.3.2, the newest release that accepts torch 2.13, "
               "pins transformers 4.56.0: baselines/envs/ttm.txt), created on first use; per channel, 512-step "
@@ -185,7 +186,7 @@ for card in (
       for v, params, hub, ctx in (("1.0", "203.6M", "google/timesfm-1.0-200m-pytorch", 512),
                                   ("2.0", "498.8M", "google/timesfm-2.0-500m-pytorch", 2048))),
 ):
-    register_card(card, _ISOLATED, check=_ISOLATED_CHECK)
+    register_card(card, IsolatedForecaster, check=isolated_check)
 
 # ------------------------------------------------------------------ research code from the user's checkout
 # (baselines/checkout.py): NormWear and TF-C, embedding only, in this environment (docs/research-code-baselines.md)
@@ -200,7 +201,7 @@ register_card(
                "or a checkout holding the checkpoint); checkpoint read with "
                "torch.load(weights_only=True); tokens averaged per channel, channels concatenated; signals above "
                "256 Hz resampled to 65 Hz, as its downstream code does"),
-    "baselines.normwear_model:NormWear", check="baselines.normwear_model:check")
+    NormWear, check=normwear_check)
 register_card(
     Card("tf-c", "TF-C", None, None,
          source="github.com/mims-harvard/TFC-pretraining (a checkpoint its code saved; it ships one pre-trained on SleepEEG: "
@@ -212,4 +213,4 @@ register_card(
                "checkout holding the checkpoint); checkpoint read with torch.load(weights_only=True); per channel "
                "[z_time; z_freq] of the newest L samples (L from the checkpoint, 178 for the released one; shorter "
                "windows zero-padded on the left), channels encoded one at a time and concatenated"),
-    "baselines.tfc_model:TFC", check="baselines.tfc_model:check")
+    TFC, check=tfc_check)

@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from models.registry import register_model
 from protocols.interface import Capabilities, Model, SeriesBatch, fill_prefix
 
 
@@ -48,16 +49,21 @@ class _StatsForecast(Model):
                 "constant_context": "constant forecast"}
 
 
+@register_model(description="statsforecast AutoETS per channel", family="statistical", requires=("statsforecast",))
 class AutoETS(_StatsForecast):
     name = "auto-ets"
     model_class = "AutoETS"
 
 
-class AutoARIMA(_StatsForecast):
-    name = "auto-arima"
-    model_class = "AutoARIMA"
-
-
+@register_model(description="statsforecast AutoTheta per channel", family="statistical", requires=("statsforecast",))
 class AutoTheta(_StatsForecast):
     name = "auto-theta"
     model_class = "AutoTheta"
+
+
+@register_model(description="statsforecast AutoARIMA per channel (not in the default set: ~0.6 s per series here, "
+                            "see BENCHMARKS.md; add it with --models auto-arima --jobs N)",
+                family="statistical", requires=("statsforecast",), default=False)
+class AutoARIMA(_StatsForecast):
+    name = "auto-arima"
+    model_class = "AutoARIMA"

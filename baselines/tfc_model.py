@@ -30,9 +30,9 @@ import numpy as np
 
 from baselines import checkout
 from baselines.checkout import CodeSource, load_into, open_model_code
-from baselines.foundation import CARDS, Card, seed_everything
+from baselines.foundation import Card, FoundationModel
 from models.registry import ModelUnavailableError
-from protocols.interface import Model, SeriesBatch
+from protocols.interface import SeriesBatch
 
 SOURCE = CodeSource(model="tf-c", repo="https://github.com/mims-harvard/TFC-pretraining", env_var="SOTER_BENCH_TFC_CODE",
                     markers=("code/TFC/model.py", "code/TFC/main.py"), licence="MIT")
@@ -40,28 +40,31 @@ LENGTH_KEY = "projector_t.0.weight"  # [256, TSlength_aligned]
 ATTENTION_MODES = ("none", "channels")
 
 
-class TFC(Model):
+class TFC(FoundationModel):
     def __init__(self, card: str, weights: str | None = None, code: str | None = None, device: str = "cpu",
                  seed: int = 0, attention: str = "none") -> None:
         if attention not in ATTENTION_MODES:
             raise ValueError(f"tf-c: attention must be one of {ATTENTION_MODES}, got {attention!r}")
-        c: Card = CARDS[card]
-        self.name, self.capabilities = c.name, c.capabilities
-        file = checkpoint_file(card, weights)
+        super().__init__(card, weights, device, seed, code=code, attention=attention)
+
+    def _weights(self, card: Card, weights: str | None) -> str:
+        return str(checkpoint_file(card.name, weights))
+
+    def _load(self, source: str, device: str, code: str | None, attention: str) -> dict[str, object]:
+        file = Path(source)
         root, module, state = open_model_code(SOURCE, file, code, "code.TFC.model")
         import torch
 
-        seed_everything(seed)
         if LENGTH_KEY not in state or state[LENGTH_KEY].ndim != 2:
             raise ModelUnavailableError(f"tf-c: {file} has no {LENGTH_KEY}: not a TF-C checkpoint")
         self.length = int(state[LENGTH_KEY].shape[1])
         self._model = module.TFC(SimpleNamespace(TSlength_aligned=self.length))
-        load_into(c.name, self._model, state, file)
+        load_into(self.name, self._model, state, file)
         self._model.to(device).eval()
         self._torch, self._device, self._attention = torch, torch.device(device), attention
-        self._info = {"name": self.name, "code": str(root), "weights": str(file), "input_length": self.length,
-                      "attention": attention, "checkpoint_loading": "torch.load(weights_only=True)",
-                      "embedding": "[z_time; z_freq] per channel, channels concatenated; newest samples, left zero-pad"}
+        return {"code": str(root), "input_length": self.length, "attention": attention,
+                "checkpoint_loading": "torch.load(weights_only=True)",
+                "embedding": "[z_time; z_freq] per channel, channels concatenated; newest samples, left zero-pad"}
 
     def aligned(self, values: np.ndarray) -> np.ndarray:
         """The newest ``length`` samples of every series, zero-padded on the left: [..., length]."""
@@ -90,9 +93,6 @@ class TFC(Model):
         """TF-C's forward on [N, 1, L] returns (h_time, z_time, h_freq, z_freq): ``[z_time; z_freq]`` as [N, 256]."""
         _, z_time, _, z_freq = self._model(x_t, x_f)
         return self._torch.cat((z_time, z_freq), dim=1).double().cpu().numpy()
-
-    def describe(self) -> dict[str, object]:
-        return dict(self._info)
 
 
 def checkpoint_file(card: str, weights: str | None) -> Path:

@@ -17,30 +17,28 @@ import math
 
 import numpy as np
 
-from baselines.foundation import CARDS, Card, register_card, resolve_weights, seed_everything
-from protocols.interface import Capabilities, Model, SeriesBatch
+from baselines.foundation import Card, FoundationModel, register_card
+from protocols.interface import Capabilities, SeriesBatch
 
 PATCH, OUTPUT_PATCH, CONTEXT_LIMIT = 32, 128, 16384
 
 
-class TimesFM25(Model):
+class TimesFM25(FoundationModel):
+    library = library_module = "timesfm"
+
     def __init__(self, card: str, weights: str | None = None, device: str = "cpu", seed: int = 0,
                  min_padded_context: int = 1024, batch_size: int = 64) -> None:
+        super().__init__(card, weights, device, seed, min_padded_context=min_padded_context, batch_size=batch_size)
+
+    def _load(self, source: str, device: str, min_padded_context: int, batch_size: int) -> dict[str, object]:
         import timesfm
         import torch
 
-        c: Card = CARDS[card]
-        self.name, self.capabilities = c.name, c.capabilities
-        source = resolve_weights(c, weights)
-        seed_everything(seed)
         self._model = timesfm.TimesFM_2p5_200M_torch.from_pretrained(source, torch_compile=False)
         self._model.model.to(device).eval()
         self._model.model.device = torch.device(device)
         self._min_context, self._batch_size, self._compiled = min_padded_context, batch_size, None
-        from importlib.metadata import version
-
-        self._info = {"name": self.name, "timesfm": version("timesfm"), "weights": source, "point": "median",
-                      "padded_context": f"max({min_padded_context}, ceil(T/{PATCH})*{PATCH})"}
+        return {"point": "median", "padded_context": f"max({min_padded_context}, ceil(T/{PATCH})*{PATCH})"}
 
     def _compile(self, context: int, horizon: int, batch: int) -> None:
         import timesfm
@@ -78,10 +76,6 @@ class TimesFM25(Model):
         return (np.asarray(point, dtype=np.float64)[:, None, :h],
                 quant[..., [deciles.index(round(q, 6)) for q in levels]])
 
-    def describe(self) -> dict[str, object]:
-        return dict(self._info)
-
-
 register_card(Card(
     "timesfm-2.5", "TimesFM 2.5", "231.3M", "google/timesfm-2.5-200m-pytorch", source="Hugging Face",
     licence="Apache-2.0 (weights)", requires=("timesfm",), extra="timesfm",
@@ -89,4 +83,4 @@ register_card(Card(
     capabilities=Capabilities(multivariate=False, min_context=PATCH, max_context=CONTEXT_LIMIT - OUTPUT_PATCH,
                               quantiles=True),
     native_horizon=OUTPUT_PATCH, notes="per channel; PyTorch build, no jax",
-), "baselines.timesfm_model:TimesFM25")
+), TimesFM25)

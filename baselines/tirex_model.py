@@ -13,22 +13,22 @@ from pathlib import Path
 
 import numpy as np
 
-from baselines.foundation import CARDS, Card, register_card, resolve_weights, seed_everything
-from protocols.interface import Capabilities, Model, SeriesBatch
+from baselines.foundation import Card, FoundationModel, register_card
+from protocols.interface import Capabilities, SeriesBatch
 
 CHECKPOINT = "model.ckpt"
 
 
-class TiRex(Model):
+class TiRex(FoundationModel):
+    library, library_module = "tirex-ts", "tirex"  # importing tirex registers the model class
+
     def __init__(self, card: str, weights: str | None = None, device: str = "cpu", seed: int = 0,
                  batch_size: int = 512) -> None:
-        import tirex  # noqa: F401  (registers the model class)
+        super().__init__(card, weights, device, seed, batch_size=batch_size)
+
+    def _load(self, source: str, device: str, batch_size: int) -> dict[str, object]:
         from tirex.models.tirex import TiRexZero
 
-        c: Card = CARDS[card]
-        self.name, self.capabilities = c.name, c.capabilities
-        source = resolve_weights(c, weights)
-        seed_everything(seed)
         if Path(source).is_dir():
             self._model = TiRexZero.from_pretrained(str(Path(source) / CHECKPOINT), backend="torch", device=device)
         else:  # a hub id: the library downloads model.ckpt
@@ -37,10 +37,7 @@ class TiRex(Model):
             self._model = load_model(source, device=device, backend="torch")
         self._model.eval()
         self._batch_size = batch_size
-        from importlib.metadata import version
-
-        self._info = {"name": self.name, "tirex-ts": version("tirex-ts"), "weights": source, "point": "median",
-                      "backend": "torch"}
+        return {"point": "median", "backend": "torch"}
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
         return self._forecast_quantiles(batch, query_times, (0.5,))[0]
@@ -58,13 +55,9 @@ class TiRex(Model):
         point = out[..., native.index(0.5)]
         return point, out[..., [native.index(round(q, 6)) for q in levels]]
 
-    def describe(self) -> dict[str, object]:
-        return dict(self._info)
-
-
 register_card(Card(
     "tirex", "TiRex", "35.29M", "NX-AI/TiRex", source="Hugging Face",
     licence="NXAI Community License (weights; commercial use restricted)", requires=("tirex",), extra="tirex",
     files=((CHECKPOINT,),), capabilities=Capabilities(multivariate=False, min_context=32, quantiles=True),
     native_horizon=32, notes="per channel, sLSTM (PyTorch backend); reads the latest 2016 steps",
-), "baselines.tirex_model:TiRex")
+), TiRex)

@@ -7,6 +7,10 @@ an option it does not declare is an :class:`UnknownOptionError` naming the model
 An optional ``check`` callable tells, without loading anything heavy, whether the model can
 run here; when it cannot, the runner writes rows with status ``unavailable`` and the reason.
 
+A model class registers itself with the :func:`register_model` decorator (its ``name`` attribute is
+the registry name and its module and qualified name the factory string); :func:`register` takes a
+:class:`ModelSpec` spelt out, for a factory whose module is too heavy to import when listing models.
+
 Where registrations come from (:func:`all_specs` loads them on first use, each source once):
 
 1. the built-in models: the entry points of group ``soter_bench.models`` of the ``soter-bench``
@@ -48,7 +52,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Required, TypedDict, TypeVar, Unpack
 
 from protocols.interface import Capabilities, Model
 
@@ -227,7 +231,10 @@ def weights_digest(path: Path, sample: int = 1 << 20) -> str:
 
 def _resolve(target: str) -> Callable[..., Any]:
     module_name, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):  # a nested class: "Outer.Inner"
+        obj = getattr(obj, part)
+    return obj
 
 
 _REGISTRY: dict[str, ModelSpec] = {}
@@ -252,7 +259,12 @@ class BuiltinModelsError(RuntimeError):
 
 
 def register(spec: ModelSpec) -> ModelSpec:
-    source = (_loading[-1] if _loading else None, sys._getframe(1).f_globals.get("__name__", "?"))
+    return _register(spec, sys._getframe(1).f_globals.get("__name__", "?"))
+
+
+def _register(spec: ModelSpec, module: str) -> ModelSpec:
+    """Registers ``spec``, crediting ``module`` (and the plugin being loaded) in duplicate-name errors."""
+    source = (_loading[-1] if _loading else None, module)
     if spec.name in _REGISTRY and _REGISTRY[spec.name] != spec:
         before = _describe(*_SOURCES.get(spec.name, (None, "?")))
         raise DuplicateModelError(f"model name {spec.name!r} is registered twice: by {_describe(*source)}, "
@@ -262,8 +274,77 @@ def register(spec: ModelSpec) -> ModelSpec:
     return spec
 
 
+def import_path(obj: Any) -> str:
+    """``"module:qualname"`` of a module-level class or function: what a worker process re-imports it by.
+
+    A specification keeps this string, not the object, so that listing models imports no model's
+    module and a spec pickles to a worker. ``obj`` passed as a string is returned unchanged."""
+    if isinstance(obj, str):
+        return obj
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not callable(obj) or not isinstance(module, str) or not isinstance(qualname, str):
+        raise TypeError(f"{obj!r} is no class or function defined in a module")
+    if "<locals>" in qualname.split("."):
+        raise TypeError(f"{module}.{qualname} is defined inside a function, so a worker process cannot import "
+                        f"it by name: define it at the top level of a module")
+    return f"{module}:{qualname}"
+
+
+class SpecFields(TypedDict, total=False):
+    """The :class:`ModelSpec` fields :func:`register_model` takes (all but ``name`` and ``factory``)."""
+
+    description: Required[str]
+    family: str
+    licence: str
+    requires: tuple[str, ...]
+    extra: str | None
+    check: str | None
+    environment: str | None
+    capabilities: Capabilities | None
+    capabilities_on_load: bool
+    default: bool
+    tasks: tuple[str, ...]
+    options: dict[str, Any]
+    note: str
+    default_weights: str | None
+
+
+_Factory = TypeVar("_Factory", bound=Callable[..., Any])
+
+
+def register_model(*, name: str | None = None, **spec: Unpack[SpecFields]) -> Callable[[_Factory], _Factory]:
+    """Class (or factory function) decorator: registers it under its name, written once.
+
+    A :class:`Model` subclass is registered under the ``name`` it defines itself (the one ``describe()``
+    and the records show); a factory function takes ``name=``. The factory string is derived from the
+    object's module and qualified name (:func:`import_path`), so nothing else has to repeat them. The
+    object is returned unchanged."""
+
+    def decorate(obj: _Factory) -> _Factory:
+        factory = import_path(obj)
+        if isinstance(obj, type):
+            own = vars(obj).get("name")
+            if not isinstance(own, str) or not own:
+                raise TypeError(f"register_model: class {obj.__qualname__} defines no name of its own: give it a "
+                                f"class attribute `name = \"...\"` (a non-empty string), its registry name")
+            if name is not None and name != own:
+                raise TypeError(f"register_model: class {obj.__qualname__} is named {own!r} by its `name` "
+                                f"attribute, not {name!r}")
+            model_name = own
+        elif not isinstance(name, str) or not name:
+            raise TypeError(f"register_model: factory function {obj.__qualname__} needs name=\"...\" "
+                            f"(a non-empty string), its registry name")
+        else:
+            model_name = name
+        _register(ModelSpec(name=model_name, factory=factory, **spec), obj.__module__)
+        return obj
+
+    return decorate
+
+
 def _describe(plugin: object, module: str) -> str:
-    """Who registered a model: the plugin being loaded (if any) and the module that called register()."""
+    """Who registered a model: the plugin being loaded (if any) and the module that called register() (or
+    that defines the class ``@register_model`` registered)."""
     if plugin is None:
         return f"module {module!r}"
     return str(plugin) if module == __name__ else f"{plugin}, module {module!r}"

@@ -1,4 +1,5 @@
-"""Models registered only for tests, through the SOTER_BENCH_PLUGINS hook."""
+"""Models registered only for tests, through the SOTER_BENCH_PLUGINS hook: with ``@register_model``, and
+``test-needs-weights`` (a second name for ``Broken``) with ``register(ModelSpec(...))``, the spelt-out path."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import time
 
 import numpy as np
 
-from models.registry import ModelSpec, register
+from models.registry import ModelSpec, register, register_model
 from protocols.interface import Capabilities, Model, SeriesBatch
 
 
+@register_model(description="test only", default=False)
 class SlowLastValue(Model):
     """Last value, slowed down so that a test can interrupt a run half way."""
 
@@ -24,6 +26,7 @@ class SlowLastValue(Model):
         return np.repeat(batch.values[:, :, -1:], query_times.shape[1], axis=2)
 
 
+@register_model(description="test only", default=False)
 class Broken(Model):
     name = "test-broken"
     capabilities = Capabilities(multivariate=True)
@@ -35,10 +38,6 @@ class Broken(Model):
         raise RuntimeError("this model always fails")
 
 
-register(ModelSpec(name="test-slow-last-value", factory="tests.plugin_models:SlowLastValue",
-                   description="test only", default=False))
-register(ModelSpec(name="test-broken", factory="tests.plugin_models:Broken",
-                   description="test only", default=False))
 register(ModelSpec(name="test-needs-weights", factory="tests.plugin_models:Broken",
                    description="test only", default=False,
                    check="tests.plugin_models:needs_weights"))
@@ -48,6 +47,7 @@ def needs_weights(weights: str | None = None, **_: object) -> str | None:
     return None if weights else "test-needs-weights needs --weights test-needs-weights=DIR"
 
 
+@register_model(description="test only", default=False, tasks=("classification",))
 class MeanStdEmbedder(Model):
     """Per-channel mean and std as an embedding (test only)."""
 
@@ -61,10 +61,7 @@ class MeanStdEmbedder(Model):
         return np.concatenate([batch.values.mean(axis=2), batch.values.std(axis=2)], axis=1)
 
 
-register(ModelSpec(name="test-mean-std", factory="tests.plugin_models:MeanStdEmbedder",
-                   description="test only", default=False, tasks=("classification",)))
-
-
+@register_model(description="test only", default=False)
 class Overflowing(Model):
     """Forecasts so large that their squared error overflows float64 (test only)."""
 
@@ -78,10 +75,7 @@ class Overflowing(Model):
         return np.full((*batch.values.shape[:2], query_times.shape[1]), 1e300)
 
 
-register(ModelSpec(name="test-overflow", factory="tests.plugin_models:Overflowing",
-                   description="test only", default=False))
-
-
+@register_model(description="test only", default=False)
 class KillsItsWorker(Model):
     """Kills the process it forecasts in, as the OOM killer would (test only: never run it in process)."""
 
@@ -99,10 +93,7 @@ class KillsItsWorker(Model):
         raise AssertionError("unreachable")
 
 
-register(ModelSpec(name="test-kills-worker", factory="tests.plugin_models:KillsItsWorker",
-                   description="test only", default=False))
-
-
+@register_model(description="test only", default=False)
 class QuantileLastValue(Model):
     """Last value, with quantiles last value + (level - 0.5) * spread (test only)."""
 
@@ -118,7 +109,3 @@ class QuantileLastValue(Model):
     def _forecast_quantiles(self, batch, query_times, levels):
         point = self._forecast(batch, query_times)
         return point, point[..., None] + (np.asarray(levels) - 0.5) * self.spread
-
-
-register(ModelSpec(name="test-quantile-last-value", factory="tests.plugin_models:QuantileLastValue",
-                   description="test only", default=False))

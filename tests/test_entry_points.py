@@ -34,14 +34,15 @@ version = "0.1"
 packages = ["{package}"]
 """
 
-# the module form: importing it registers the model
+# the module form: importing it registers the model (with the decorator; the callable form spells a ModelSpec out)
 PLUGIN_MODULE = '''
 import numpy as np
 
-from models.registry import ModelSpec, register
+from models.registry import register_model
 from protocols.interface import Capabilities, Model, SeriesBatch
 
 
+@register_model(description="Mean of the context, from an installed plugin", default=False, tasks=("forecasting",))
 class ContextMean(Model):
     name = "plugin-mean"
     capabilities = Capabilities(multivariate=False)
@@ -53,11 +54,6 @@ class ContextMean(Model):
         total = np.where(batch.mask, batch.values, 0.0).sum(axis=2, keepdims=True)
         mean = total / np.maximum(batch.mask.sum(axis=2, keepdims=True), 1)
         return np.repeat(mean, query_times.shape[1], axis=2)
-
-
-register(ModelSpec(name="plugin-mean", factory="soter_plugin_mean.models:ContextMean",
-                   description="Mean of the context, from an installed plugin", default=False,
-                   tasks=("forecasting",)))
 '''
 
 # the callable form: returns the specs, the registry registers them

@@ -279,3 +279,63 @@ def test_harness_list_shows_status_capabilities_and_licence(capsys, monkeypatch,
     assert "capabilities: forecast, per channel, context 32.., native horizon 32" in lines[tirex + 2]
     last_value = next(line for line in lines if line.split()[:1] == ["last-value"])
     assert last_value.split()[1] == "ready"
+
+
+# ---------------------------------------------------------------- the shared opening (FoundationModel)
+
+class _TinyAdapter(foundation.FoundationModel):
+    """A FoundationModel whose "model" is its weights folder (test only)."""
+
+    library, library_module = "numpy", "numpy"
+
+    def __init__(self, card: str, weights: str | None = None, device: str = "cpu", seed: int = 0,
+                 scale: float = 1.0) -> None:
+        super().__init__(card, weights, device, seed, scale=scale)
+
+    def _load(self, source: str, device: str, scale: float) -> dict[str, object]:
+        self.scale = scale
+        return {"scale": scale, "device": device}
+
+
+class _MissingLibrary(_TinyAdapter):
+    library, library_module = "no-such-dist-xyz", "no_such_module_xyz"
+
+
+@pytest.fixture
+def tiny_card(monkeypatch, tmp_path):
+    from protocols.interface import Capabilities
+
+    card = foundation.Card("test-tiny-card", "Tiny", None, None, source="nowhere", licence="n/a", requires=(),
+                           extra=None, files=(("w.bin",),), capabilities=Capabilities(multivariate=True))
+    monkeypatch.setitem(foundation.CARDS, card.name, card)
+    (tmp_path / "w.bin").write_bytes(b"")
+    return card, tmp_path
+
+
+def test_foundation_model_opens_the_card_once_for_every_adapter(tiny_card):
+    card, folder = tiny_card
+    model = _TinyAdapter(card.name, weights=str(folder), scale=2.0)
+    assert (model.name, model.capabilities, model.scale) == (card.name, card.capabilities, 2.0)
+    info = model.describe()
+    assert list(info) == ["name", "numpy", "weights", "scale", "device"]  # the order the adapters always had
+    assert info == {"name": card.name, "numpy": np.__version__, "weights": str(folder), "scale": 2.0, "device": "cpu"}
+    with pytest.raises(ModelUnavailableError, match="does not exist"):  # never random weights
+        _TinyAdapter(card.name, weights=str(folder / "nowhere"))
+    with pytest.raises(ImportError, match="no_such_module_xyz"):  # the library first, as the adapters did
+        _MissingLibrary(card.name, weights=str(folder / "nowhere"))
+
+
+def test_register_card_takes_the_adapter_class_or_its_path(monkeypatch, tiny_card):
+    from models import registry
+
+    card, _ = tiny_card
+    registry.all_specs()  # the built-ins loaded first: the copy below is what the test may change
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(registry, "_SOURCES", dict(registry._SOURCES))
+    spec = foundation.register_card(card, _TinyAdapter)
+    assert spec.factory == "tests.test_foundation_adapters:_TinyAdapter"
+    assert spec.check == "baselines.foundation:check"
+    assert foundation.register_card(card, "tests.test_foundation_adapters:_TinyAdapter") == spec
+    assert foundation.register_card(card, _TinyAdapter, check=foundation.check) == spec
+    assert {get_spec("chronos-2-base").factory, get_spec("tirex").factory, get_spec("normwear").check} == {
+        "baselines.chronos_model:Chronos", "baselines.tirex_model:TiRex", "baselines.normwear_model:check"}
