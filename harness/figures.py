@@ -1,5 +1,9 @@
 """Figures from records (matplotlib, PNG and PDF): the task tables' cells, drawn.
 
+The generic parts: panels and curves from tables, drawing and saving, and the figure of error tasks
+(:func:`error_panels`).  A task's own figure is its ``figures`` method (``harness.tasks``):
+classification's label-efficiency panels are built in ``harness/tasks/classification.py``.
+
 Every point is a cell of the task's table (:mod:`harness.tables`: mean and sample std over
 replicates, x ``SCALE``), so a figure and its table show the same numbers in the same unit, which
 every y-axis label states ("RMSE (x100, normalised)").  The legend sits outside the axes, so it
@@ -16,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.tables import SCALE, Column, Table, _condition_value, condition_tables, conditions, label_efficiency_table
+from harness.tables import SCALE, Column, Table, _condition_value, condition_tables
 
 UNIT = f"x{SCALE:g}"
 MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "h", "p")
@@ -87,21 +91,6 @@ def error_panels(frame: pd.DataFrame, task: str, metrics: tuple[str, ...]) -> li
     grid = [[Panel(ds, xlabel, f"{metric} ({UNIT}, normalised)",
                    _curves([(x, t, Column(ds, metric)) for x, t in tables]), ticks)
              for ds in datasets] for metric in metrics]
-    return _drop_empty_columns(grid)
-
-
-def label_efficiency_panels(frame: pd.DataFrame) -> list[list[Panel]]:
-    """Classification with two or more label budgets: Macro-F1 and Macro-AUROC (x100) against the
-    budget, each point the cell of ``tables/label_efficiency_<dataset>``."""
-    rows = frame[frame["task"] == "classification"]
-    budgets = conditions(rows, "classification")
-    if len(budgets) < 2:
-        return []
-    tables = {ds: label_efficiency_table(frame, ds) for ds in dict.fromkeys(rows["dataset"])}
-    grid = [[Panel(ds, "training labels used", f"{label} ({UNIT})",
-                   _curves([(_condition_value(b), table, Column(b.split("=")[-1], label, True)) for b in budgets]),
-                   "{:g}%", log_x=True)
-             for ds, table in tables.items()] for label in ("Macro-F1", "Macro-AUROC")]
     return _drop_empty_columns(grid)
 
 

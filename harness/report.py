@@ -1,14 +1,15 @@
 """`python -m harness report`: every paper table and figure the records support, the paper's own
 numbers beside ours, and a list of what could not be produced and why.
 
-Pure functions turn records into "our cells" in the paper's names (:func:`our_cells`) and line
-them up with the transcribed paper tables (:func:`compare`); :func:`write_report` renders our task
-tables and figures (the same renderer as ``run``), one comparison file per paper table, and
-``REPORT.md``, and returns a :class:`Report` whose text is the summary ``harness report`` prints.
-One unit everywhere: every RMSE, MAE, Macro-F1 and Macro-AUROC is x100 (``tables.SCALE``), ours and
-the paper's alike (the paper printed its per-window and imputation tables unscaled; they are
-rescaled here), shown with two decimals.  A cell this run lacks is listed as missing with the
-reason; it is never filled from the paper.
+Pure functions turn records into "our cells" in the paper's names (:func:`our_cells`: the
+``paper_cells`` of each registered task, ``harness.tasks``) and line them up with the transcribed
+paper tables (:func:`compare`); :func:`write_report` renders our task tables and figures (the same
+renderer as ``run``), one comparison file per paper table, and ``REPORT.md``, and returns a
+:class:`Report` whose text is the summary ``harness report`` prints.  One unit everywhere: every
+RMSE, MAE, Macro-F1 and Macro-AUROC is x100 (``tables.SCALE``), ours and the paper's alike (the
+paper printed its per-window and imputation tables unscaled; they are rescaled here), shown with two
+decimals.  A cell this run lacks is listed as missing with the reason; it is never filled from the
+paper.
 
 The training studies' tables (ablation, sensitivity, pre-training exposure, corpus-matched) come from
 the files their runners write (``harness.studies``; :data:`STUDY_OUTPUTS`), found
@@ -29,12 +30,10 @@ import numpy as np
 import pandas as pd
 
 from harness import paper
-from harness.tables import (SCALE, Column, Entry, Table, classification_table, error_table, label_efficiency_table,
-                            pooled, render, task_tables)
+from harness.tables import SCALE, Column, Entry, Table, render, task_tables
 
 DATASETS = {"heartrate": "HeartRate", "mitbih": "MIT-BIH", "scientisst-move": "ScientiSST MOVE",
             "ieee-ppg": "IEEE PPG", "mmash": "MMASH", "wdd": "WDD"}
-WINDOW_TABLES = {"48/24": "tab:e-win24", "72/36": "tab:e-win36", "96/48": "tab:e-win48", "128/64": "tab:e-win64"}
 SCALED_METRICS = ("RMSE", "MAE", "Macro-F1", "Macro-AUROC")  # shown x SCALE; others (NPE, seconds) as printed
 COPIED_FIGURES = {  # made by other commands, copied in when found under --results: (file pattern, how to make it)
     "forecasting examples": ("forecast-example-*.png", "run `python -m harness examples` (and with `--channels NAME`)"),
@@ -89,52 +88,30 @@ def paper_model_names() -> dict[str, str]:
     return {**names, "soter": "SOTER", AUTHORS: AUTHORS_LABEL, "random": "Random Baseline"}
 
 
+OUR_CELL_COLUMNS = ["table", "model", "method", "dataset", "metric", "condition", "ours", "ours_std", "status",
+                    "reason"]
+
+
+def _paper_dataset(name: str) -> str:
+    """The paper's name of a records dataset (itself when the paper has none)."""
+    return DATASETS.get(name, name)
+
+
 def our_cells(frame: pd.DataFrame) -> pd.DataFrame:
-    """This run's numbers in the paper's names, conditions and scales (one row per cell)."""
+    """This run's numbers in the paper's names, conditions and scales (one row per cell): the cells of
+    each registered task with records (``Task.paper_cells``), in registration order, the models and
+    datasets given the paper's names."""
+    from harness.task_registry import all_tasks
+
     names = paper_model_names()
     rows = []
-
-    def add(table, model, dataset, metric, condition, value, std, status="ok", reason=""):
-        rows.append({"table": table, "model": model, "method": names.get(model, model),
-                     "dataset": DATASETS.get(dataset, dataset), "metric": metric, "condition": condition,
-                     "ours": value, "ours_std": std, "status": status, "reason": reason})
-
-    per = pooled(frame, "forecasting")
-    if not per.empty:
-        per = per[per["condition"] == "clean"]
-        for (ds, model), g in per.groupby(["dataset", "model"], sort=False):
-            for _, r in g.iterrows():
-                for metric in ("RMSE", "MAE"):
-                    add(WINDOW_TABLES.get(r["window"], ""), model, ds, metric, r["window"],
-                        r[metric.lower()] * SCALE if r["complete"] else np.nan, np.nan, r["status"], r["reason"])
-            ok = g[g["complete"]]
-            for metric in ("RMSE", "MAE"):
-                values = ok[metric.lower()].to_numpy() * SCALE
-                status = "ok" if len(ok) == len(g) == 4 else (g["status"].iloc[0] if ok.empty else "partial")
-                add("tab:main_results", model, ds, metric, "mean over 4 windows",
-                    float(values.mean()) if len(values) else np.nan,
-                    float(values.std(ddof=1)) if len(values) > 1 else np.nan, status,
-                    "" if status == "ok" else f"{len(ok)} of 4 windows" if len(ok) else g["reason"].iloc[0])
-    per = pooled(frame, "imputation")
-    for (ds, model, cond), g in (per.groupby(["dataset", "model", "condition"], sort=False) if not per.empty else []):
-        ok = g[g["complete"]]
-        for metric in ("RMSE", "MAE"):
-            v = ok[metric.lower()].to_numpy() * SCALE
-            add(f"tab:e-imp{cond.split('=')[-1].rstrip('%')}", model, ds, metric, cond,
-                float(v.mean()) if len(v) else np.nan, float(v.std(ddof=1)) if len(v) > 1 else np.nan,
-                "ok" if len(v) else g["status"].iloc[0], g["reason"].iloc[0] if not len(v) else "")
-    cls = frame[frame["task"] == "classification"]
-    if not cls.empty:
-        table = classification_table(frame)
-        average = paper.average_of(DATASETS.get(d, d) for d in dict.fromkeys(cls["dataset"]))
-        for (model, col), e in table.entries.items():
-            dataset = average if col.group == "Average" else col.group
-            add("tab:classification", model, dataset, col.label, "budget=100%", e.mean, e.std, e.status)
-        for ds in dict.fromkeys(cls["dataset"]):
-            for (model, col), e in label_efficiency_table(frame, ds).entries.items():
-                add("tab:label_efficiency", model, ds, col.label, f"budget={col.group}", e.mean, e.std, e.status)
-    return pd.DataFrame(rows, columns=["table", "model", "method", "dataset", "metric", "condition", "ours",
-                                       "ours_std", "status", "reason"])
+    for task in all_tasks().values():
+        if not (frame["task"] == task.name).any():
+            continue
+        for cell in task.paper_cells(frame, _paper_dataset).to_dict("records"):
+            rows.append({**cell, "method": names.get(cell["model"], cell["model"]),
+                         "dataset": _paper_dataset(cell["dataset"])})
+    return pd.DataFrame(rows, columns=OUR_CELL_COLUMNS)
 
 
 def _tolerance(value) -> str:
@@ -347,9 +324,13 @@ def study_table(label: str, frame: pd.DataFrame) -> Table:
     """This run's table of one study, in the layout of the task tables (rendered by ``tables.render``)."""
     if label == "tab:sensitivity":
         return _sensitivity_table(frame)
+    from harness.task_registry import get_task
+
     f = _by_variant(frame)
     f = f.assign(dataset=f["dataset"].map(lambda d: DATASETS.get(d, d)))
-    return error_table(f, "forecasting", "clean", list(dict.fromkeys(f["model"])), None, STUDY_CAPTIONS[label])
+    # a training study is a forecasting study (its variants evaluated zero-shot on the forecasting
+    # windows): its table is the forecasting table, one row per variant, under the study's caption
+    return get_task("forecasting").table(f, list(dict.fromkeys(f["model"])), None, STUDY_CAPTIONS[label])
 
 
 def _sensitivity_label(row, rk4_tolerance: bool = False) -> str:

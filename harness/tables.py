@@ -1,14 +1,16 @@
 """Tables from records: pure functions from a records frame to text, Markdown and LaTeX.
 
-Error metrics (forecasting, noise, imputation): the folds of one replicate are pooled exactly
-(RMSE = sqrt(sum SSE / sum N), MAE = sum SAE / sum N over every scored point of every fold);
-a table cell is the mean and sample std over replicates, x 100.  Replicates are the windows
-for forecasting (as the paper), windows x seeds for noise and the seeds for imputation.  A
-replicate counts only when every one of its folds finished ``ok``; a cell built from fewer
-replicates than were requested carries a dagger and a note.
+The generic parts: :class:`Table` and its entries, :func:`render`, and the tables of error tasks
+(``harness.tasks.ErrorTask``: forecasting, noise, imputation), which take the task by name and read
+its replicates and captions from the task registry.  A task's own layout is its ``tables`` method
+(``harness.tasks``): classification's tables, for one, are built in ``harness/tasks/classification.py``.
 
-Classification: Macro-F1 and Macro-AUROC (x 100) are computed on the pooled LOSO predictions
-of each seed; a cell is the mean and sample std over seeds.
+Error metrics: the folds of one replicate are pooled exactly (RMSE = sqrt(sum SSE / sum N),
+MAE = sum SAE / sum N over every scored point of every fold); a table cell is the mean and sample
+std over replicates, x 100.  Replicates are the task's ``replicates`` (the windows for forecasting,
+as the paper; windows x seeds for noise; the seeds for imputation).  A replicate counts only when
+every one of its folds finished ``ok``; a cell built from fewer replicates than were requested
+carries a dagger and a note.
 """
 
 from __future__ import annotations
@@ -86,10 +88,6 @@ def pooled(frame: pd.DataFrame, task: str) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def pooled_by_window(frame: pd.DataFrame, task: str = "forecasting") -> pd.DataFrame:
-    return pooled(frame, task)
-
-
 def _entry(values: np.ndarray, statuses: set[str], requested: int) -> Entry:
     if values.size:
         mean, std = mean_std(values * SCALE)
@@ -141,11 +139,9 @@ def model_notes(models) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def forecasting_table(frame: pd.DataFrame, models: list[str] | None = None,
-                      datasets: list[str] | None = None) -> Table:
-    return error_table(frame, "forecasting", "clean", models, datasets,
-                       "Zero-shot forecasting: RMSE and MAE in normalised space, x100, mean ± std over "
-                       "windows (folds pooled).")
+def _measured(entries: dict[tuple[str, Column], Entry]) -> list[str]:
+    """Models with at least one number in the table, in first-seen order."""
+    return list(dict.fromkeys(m for (m, _), e in entries.items() if e.status == "ok"))
 
 
 def conditions(frame: pd.DataFrame, task: str) -> list[str]:
@@ -170,83 +166,6 @@ def condition_tables(frame: pd.DataFrame, task: str, models: list[str] | None = 
                             f"{what}, {c}: RMSE and MAE in normalised space, x100, mean ± std over {over} "
                             "(folds pooled)."))
             for c in conditions(frame, task)]
-
-
-# -- classification tables ----------------------------------------------------------------
-def _class_entries(frame: pd.DataFrame, model: str, dataset: str, condition: str,
-                   metric: str) -> Entry | None:
-    g = frame[(frame["model"] == model) & (frame["dataset"] == dataset) & (frame["condition"] == condition)]
-    if g.empty:
-        return None
-    ok = g[(g["status"] == "ok") & np.isfinite(g[metric])]
-    return _entry(ok[metric].to_numpy(), set(g["status"]), len(g))
-
-
-def classification_table(frame: pd.DataFrame, budget: str = "budget=100%", models: list[str] | None = None,
-                         datasets: list[str] | None = None) -> Table:
-    rows = frame[frame["task"] == "classification"]
-    if rows.empty:
-        return Table("", (), (), {}, ("no classification records",))
-    datasets = datasets or list(dict.fromkeys(rows["dataset"]))
-    models = models or list(dict.fromkeys(rows["model"]))
-    columns: list[Column] = []
-    entries: dict[tuple[str, Column], Entry] = {}
-    for ds in datasets:
-        for label, metric in (("Macro-F1", "macro_f1"), ("Macro-AUROC", "macro_auroc")):
-            col = Column(ds, label, higher_is_better=True)
-            columns.append(col)
-            for model in models:
-                e = _class_entries(rows, model, ds, budget, metric)
-                if e is not None:
-                    entries[(model, col)] = e
-    avg = Column("Average", "Macro-AUROC", higher_is_better=True)
-    columns.append(avg)
-    for model in models:
-        per_ds = [entries.get((model, Column(ds, "Macro-AUROC", True))) for ds in datasets]
-        if any(e is None for e in per_ds):
-            continue
-        bad = [e.status for e in per_ds if e.status != "ok" or not np.isfinite(e.mean)]
-        if bad:
-            entries[(model, avg)] = Entry(np.nan, np.nan, 0, len(datasets), bad[0] if bad[0] != "ok" else "error")
-        else:
-            entries[(model, avg)] = Entry(float(np.mean([e.mean for e in per_ds])), float("nan"), len(per_ds),
-                                          len(datasets), "ok")
-    notes = tuple(sorted({n for d in rows["details"] if isinstance(d, str) and d
-                          for n in _notes(d)}))
-    caption = (f"Linear-probe classification ({budget.split('=')[-1]} of the training labels): Macro-F1 and "
-               "Macro-AUROC x100 on pooled LOSO predictions, mean ± std over seeds.")
-    return Table(caption, tuple(columns), tuple(models), entries, notes, model_notes(_measured(entries)))
-
-
-def _measured(entries: dict[tuple[str, Column], Entry]) -> list[str]:
-    """Models with at least one number in the table, in first-seen order."""
-    return list(dict.fromkeys(m for (m, _), e in entries.items() if e.status == "ok"))
-
-
-def label_efficiency_table(frame: pd.DataFrame, dataset: str, models: list[str] | None = None) -> Table:
-    rows = frame[(frame["task"] == "classification") & (frame["dataset"] == dataset)]
-    budgets = conditions(rows, "classification")
-    models = models or list(dict.fromkeys(rows["model"]))
-    columns, entries = [], {}
-    for b in budgets:
-        for label, metric in (("Macro-F1", "macro_f1"), ("Macro-AUROC", "macro_auroc")):
-            col = Column(b.split("=")[-1], label, higher_is_better=True)
-            columns.append(col)
-            for model in models:
-                e = _class_entries(rows, model, dataset, b, metric)
-                if e is not None:
-                    entries[(model, col)] = e
-    caption = f"Label efficiency on {dataset}: frozen linear probes with a share of the training labels, x100."
-    return Table(caption, tuple(columns), tuple(models), entries, (), model_notes(_measured(entries)))
-
-
-def _notes(details: str) -> list[str]:
-    import json
-
-    try:
-        return list(json.loads(details).get("notes", []))
-    except (ValueError, AttributeError):
-        return []
 
 
 # -- rendering --------------------------------------------------------------------------

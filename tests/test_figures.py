@@ -16,7 +16,8 @@ import pytest
 
 from harness import figures
 from harness.store import COLUMNS
-from harness.tables import _condition_value, condition_tables, label_efficiency_table
+from harness.tables import _condition_value, condition_tables
+from harness.tasks.classification import TASK as CLASSIFICATION
 
 
 def _row(**kw) -> dict:
@@ -87,7 +88,7 @@ def saved(monkeypatch, tmp_path):
 def _table_cells(task: str, frame: pd.DataFrame) -> dict[tuple[str, str, float], tuple[float, float]]:
     """(model, metric, x) -> (mean, std) as the task's tables print them (x100)."""
     if task == "classification":
-        table = label_efficiency_table(frame, "cohort")
+        table = CLASSIFICATION.label_efficiency_table(frame, "cohort")
         return {(model, col.label, _condition_value(col.group)): (e.mean, e.std)
                 for (model, col), e in table.entries.items()}
     return {(model, col.label, _condition_value(condition)): (e.mean, e.std)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from harness.store import COLUMNS, rows_to_frame
-from harness.tables import forecasting_table, pooled_by_window, render
+from harness.tables import pooled, render
+from harness.tasks.forecasting import TASK as FORECASTING
+
+forecasting_table = FORECASTING.table
 
 
 def _rows():
@@ -33,7 +36,7 @@ def _rows():
 
 
 def test_pooling_over_folds_is_exact():
-    pw = pooled_by_window(_rows())
+    pw = pooled(_rows(), "forecasting")
     a = pw[(pw.model == "A") & (pw.window == "48/24")].iloc[0]
     assert a.rmse == np.sqrt(4.0 / 200) and a.mae == 2.0 / 200 and a.complete
     c = pw[(pw.model == "C") & (pw.window == "72/36")].iloc[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from harness.cli import main
@@ -104,3 +105,46 @@ def test_a_task_of_another_class_under_a_registered_name_is_refused():
     with pytest.raises(ValueError, match="'forecasting' is registered twice"):
         register_task(Impostor())
     assert type(get_task("forecasting")).__name__ != "Impostor"
+
+
+class MeanLevelInThePaper(MeanLevel):
+    """The toy task with cells of a paper table: ``harness report`` compares them with the paper's."""
+
+    def paper_cells(self, frame, paper_dataset):
+        from harness.tasks import cells_frame, paper_cell
+
+        rows = frame[(frame["task"] == self.name) & (frame["status"] == "ok")]
+        return cells_frame([paper_cell("tab:main_results", r["model"], r["dataset"], "MAE", "mean over 4 windows",
+                                       100 * r["mae"], np.nan) for _, r in rows.iterrows()]
+                           + [paper_cell("tab:classification", "soter", paper_dataset("mitbih") + " and more",
+                                         "Macro-AUROC", "budget=100%", np.nan, np.nan, "error", "boom")])
+
+
+def _toy_records() -> pd.DataFrame:
+    from harness.store import COLUMNS
+
+    row = dict.fromkeys(COLUMNS, "")
+    row.update(task="mean-level", dataset="mitbih", fold="100", window="32/8", condition="clean", model="soter",
+               seed=0, status="ok", mae=0.25, sae=25.0, n_points=100)
+    return pd.DataFrame([row])
+
+
+def test_a_task_without_paper_cells_adds_none_to_the_report(registered):
+    from harness.report import our_cells
+
+    assert registered.paper_cells(_toy_records(), str).empty
+    assert our_cells(_toy_records()).empty
+
+
+def test_the_report_gathers_the_paper_cells_of_every_registered_task():
+    from harness.report import our_cells
+
+    register_task(MeanLevelInThePaper())  # the one line; the report needs nothing else
+    try:
+        ours = our_cells(_toy_records())
+    finally:
+        TASKS.pop("mean-level", None)
+    assert ours[["table", "model", "method", "dataset", "metric", "status", "reason"]].values.tolist() == [
+        ["tab:main_results", "soter", "SOTER", "MIT-BIH", "MAE", "ok", ""],  # the paper's names put on
+        ["tab:classification", "soter", "SOTER", "MIT-BIH and more", "Macro-AUROC", "error", "boom"]]
+    assert ours["ours"].iloc[0] == 25.0 and np.isnan(ours["ours"].iloc[1])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -15,6 +15,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from harness.tables import Table
     from protocols.data import Dataset
     from protocols.interface import Model
+
+
+PAPER_CELL_COLUMNS = ("table", "model", "dataset", "metric", "condition", "ours", "ours_std", "status", "reason")
 
 
 class Task:
@@ -76,6 +79,17 @@ class Task:
         """Why :meth:`figures` drew nothing although the records hold rows of the task."""
         return f"no {self.name} cell finished ok"
 
+    # -- records -> the paper's tables (harness report) ---------------------------------------
+    def paper_cells(self, frame: pd.DataFrame, paper_dataset: Callable[[str], str]) -> pd.DataFrame:
+        """The task's numbers as cells of the paper's tables (``harness report`` compares them with the
+        paper's): one row per cell with :data:`PAPER_CELL_COLUMNS` (``table``: the paper's label,
+        ``tab:...``; ``metric`` and ``condition`` as the paper's transcription names them; ``ours`` and
+        ``ours_std`` x ``harness.tables.SCALE``; rows with no number give ``status`` and ``reason``), from a
+        records frame (all tasks' rows).  Models and datasets keep the records' names: the report puts
+        the paper's on them; ``paper_dataset`` gives the paper's name of a dataset, for a name a task makes
+        of several (classification's average column).  Default: none (the paper has no table of the task)."""
+        return cells_frame([])
+
     def __repr__(self) -> str:
         return f"<task {self.name}>"
 
@@ -136,6 +150,20 @@ class ErrorTask(Task):
             return (f"{' and '.join(bad)} not finite over {errors.n} points: the forecasts or the data hold values "
                     "beyond float range (check the data for extreme values)")
         return None
+
+
+def paper_cell(table: str, model: str, dataset: str, metric: str, condition: str, ours: float, ours_std: float,
+               status: str = "ok", reason: str = "") -> dict[str, object]:
+    """One row of :meth:`Task.paper_cells`."""
+    return {"table": table, "model": model, "dataset": dataset, "metric": metric, "condition": condition,
+            "ours": ours, "ours_std": ours_std, "status": status, "reason": reason}
+
+
+def cells_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
+    """The frame :meth:`Task.paper_cells` returns, from :func:`paper_cell` rows (none: an empty frame)."""
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=list(PAPER_CELL_COLUMNS))
 
 
 def details(**values: object) -> str:

@@ -3,7 +3,11 @@ training labels (the label budget), Macro-F1 and Macro-AUROC on the pooled LOSO 
 
 from __future__ import annotations
 
-from harness.tasks.base import Task, details
+import json
+
+import numpy as np
+
+from harness.tasks.base import Task, cells_frame, details, paper_cell
 from harness.tasks.imputation import segment_options
 from protocols.classification import (RANDOM_BASELINE, check_classifiable, evaluate_classification,
                                       labelled_segments)
@@ -42,29 +46,151 @@ class Classification(Task):
         return {"status": "ok", "macro_f1": out.macro_f1, "macro_auroc": out.macro_auroc,
                 "n_windows": out.n_windows, "details": details(notes=list(out.notes)), "model_info": ""}
 
+    # -- tables --------------------------------------------------------------------------------
     def tables(self, frame, models=None, datasets=None):
-        from harness.tables import _stem, classification_table, conditions, label_efficiency_table
+        """The table at the full label budget (or the largest recorded) and, with two or more budgets, a
+        label-efficiency table per dataset."""
+        from harness.tables import _stem, conditions
 
         budgets = conditions(frame, self.name)
         if not budgets:
-            return [(self.name, classification_table(frame, models=models, datasets=datasets))]
+            return [(self.name, self.classification_table(frame, models=models, datasets=datasets))]
         main = "budget=100%" if "budget=100%" in budgets else budgets[-1]
-        out = [(self.name, classification_table(frame, main, models, datasets))]
+        out = [(self.name, self.classification_table(frame, main, models, datasets))]
         if len(budgets) > 1:
             for ds in datasets or list(dict.fromkeys(frame.loc[frame["task"] == self.name, "dataset"])):
-                out.append((f"label_efficiency_{_stem(ds)}", label_efficiency_table(frame, ds, models)))
+                out.append((f"label_efficiency_{_stem(ds)}", self.label_efficiency_table(frame, ds, models)))
         return out
 
-    def figures(self, frame, out_dir):
-        from harness.figures import label_efficiency_panels, save_figure
+    def classification_table(self, frame, budget: str = "budget=100%", models=None, datasets=None):
+        """Macro-F1 and Macro-AUROC per dataset at one label budget, and the Macro-AUROC averaged over the
+        datasets (a model needs a number on every one)."""
+        from harness.tables import Column, Entry, Table, _measured, model_notes
 
-        return save_figure(label_efficiency_panels(frame), out_dir / "label_efficiency")
+        rows = frame[frame["task"] == self.name]
+        if rows.empty:
+            return Table("", (), (), {}, (f"no {self.name} records",))
+        datasets = datasets or list(dict.fromkeys(rows["dataset"]))
+        models = models or list(dict.fromkeys(rows["model"]))
+        columns: list[Column] = []
+        entries: dict[tuple[str, Column], Entry] = {}
+        for ds in datasets:
+            for label, metric in METRICS:
+                col = Column(ds, label, higher_is_better=True)
+                columns.append(col)
+                for model in models:
+                    e = _class_entry(rows, model, ds, budget, metric)
+                    if e is not None:
+                        entries[(model, col)] = e
+        avg = Column("Average", "Macro-AUROC", higher_is_better=True)
+        columns.append(avg)
+        for model in models:
+            per_ds = [entries.get((model, Column(ds, "Macro-AUROC", True))) for ds in datasets]
+            if any(e is None for e in per_ds):
+                continue
+            bad = [e.status for e in per_ds if e.status != "ok" or not np.isfinite(e.mean)]
+            if bad:
+                entries[(model, avg)] = Entry(np.nan, np.nan, 0, len(datasets), bad[0] if bad[0] != "ok" else "error")
+            else:
+                entries[(model, avg)] = Entry(float(np.mean([e.mean for e in per_ds])), float("nan"), len(per_ds),
+                                              len(datasets), "ok")
+        notes = tuple(sorted({n for d in rows["details"] if isinstance(d, str) and d
+                              for n in _notes(d)}))
+        caption = (f"Linear-probe classification ({budget.split('=')[-1]} of the training labels): Macro-F1 and "
+                   "Macro-AUROC x100 on pooled LOSO predictions, mean ± std over seeds.")
+        return Table(caption, tuple(columns), tuple(models), entries, notes, model_notes(_measured(entries)))
+
+    def label_efficiency_table(self, frame, dataset: str, models=None):
+        """Macro-F1 and Macro-AUROC on one dataset at each label budget (a column group per budget)."""
+        from harness.tables import Column, Table, _measured, conditions, model_notes
+
+        rows = frame[(frame["task"] == self.name) & (frame["dataset"] == dataset)]
+        budgets = conditions(rows, self.name)
+        models = models or list(dict.fromkeys(rows["model"]))
+        columns, entries = [], {}
+        for b in budgets:
+            for label, metric in METRICS:
+                col = Column(b.split("=")[-1], label, higher_is_better=True)
+                columns.append(col)
+                for model in models:
+                    e = _class_entry(rows, model, dataset, b, metric)
+                    if e is not None:
+                        entries[(model, col)] = e
+        caption = f"Label efficiency on {dataset}: frozen linear probes with a share of the training labels, x100."
+        return Table(caption, tuple(columns), tuple(models), entries, (), model_notes(_measured(entries)))
+
+    # -- figures -------------------------------------------------------------------------------
+    def figures(self, frame, out_dir):
+        from harness.figures import save_figure
+
+        return save_figure(self.label_efficiency_panels(frame), out_dir / "label_efficiency")
+
+    def label_efficiency_panels(self, frame):
+        """With two or more label budgets: Macro-F1 and Macro-AUROC (x100) against the budget, a column
+        per dataset, each point the cell of ``tables/label_efficiency_<dataset>``."""
+        from harness.figures import UNIT, Panel, _curves, _drop_empty_columns
+        from harness.tables import Column, _condition_value, conditions
+
+        rows = frame[frame["task"] == self.name]
+        budgets = conditions(rows, self.name)
+        if len(budgets) < 2:
+            return []
+        tables = {ds: self.label_efficiency_table(frame, ds) for ds in dict.fromkeys(rows["dataset"])}
+        grid = [[Panel(ds, "training labels used", f"{label} ({UNIT})",
+                       _curves([(_condition_value(b), table, Column(b.split("=")[-1], label, True))
+                                for b in budgets]),
+                       "{:g}%", log_x=True)
+                 for ds, table in tables.items()] for label, _ in METRICS]
+        return _drop_empty_columns(grid)
 
     def figure_missing(self, frame):
         if frame.loc[frame["task"] == self.name, "condition"].nunique() < 2:
             return ("needs classification records at two or more label budgets "
                     "(`python -m harness run classification --budgets 1 10 100`)")
         return super().figure_missing(frame)
+
+    # -- the paper's tables --------------------------------------------------------------------
+    def paper_cells(self, frame, paper_dataset):
+        """The classification table at the full budget (tab:classification, its average column named by
+        the datasets it averages) and every dataset's label-efficiency table (tab:label_efficiency)."""
+        from harness import paper
+
+        rows = []
+        cls = frame[frame["task"] == self.name]
+        if not cls.empty:
+            table = self.classification_table(frame)
+            average = paper.average_of(paper_dataset(d) for d in dict.fromkeys(cls["dataset"]))
+            for (model, col), e in table.entries.items():
+                dataset = average if col.group == "Average" else col.group
+                rows.append(paper_cell("tab:classification", model, dataset, col.label, "budget=100%", e.mean, e.std,
+                                       e.status))
+            for ds in dict.fromkeys(cls["dataset"]):
+                for (model, col), e in self.label_efficiency_table(frame, ds).entries.items():
+                    rows.append(paper_cell("tab:label_efficiency", model, ds, col.label, f"budget={col.group}", e.mean,
+                                           e.std, e.status))
+        return cells_frame(rows)
+
+
+METRICS = (("Macro-F1", "macro_f1"), ("Macro-AUROC", "macro_auroc"))  # (table label, record column)
+
+
+def _class_entry(rows, model: str, dataset: str, condition: str, metric: str):
+    """The table entry of one (model, dataset, budget, metric): mean and std over seeds; None: no rows."""
+    from harness.tables import _entry
+
+    g = rows[(rows["model"] == model) & (rows["dataset"] == dataset) & (rows["condition"] == condition)]
+    if g.empty:
+        return None
+    ok = g[(g["status"] == "ok") & np.isfinite(g[metric])]
+    return _entry(ok[metric].to_numpy(), set(g["status"]), len(g))
+
+
+def _notes(details_json: str) -> list[str]:
+    """The ``notes`` of a row's ``details`` (JSON)."""
+    try:
+        return list(json.loads(details_json).get("notes", []))
+    except (ValueError, AttributeError):
+        return []
 
 
 TASK = Classification()  # registered by harness.tasks

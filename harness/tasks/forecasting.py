@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from harness.tasks.base import ErrorTask
+import numpy as np
+
+from harness.tasks.base import ErrorTask, cells_frame, paper_cell
 from protocols.forecasting import evaluate_forecasting
 from protocols.specs import PAPER_WINDOWS, ForecastingSpec, SamplingSpec, WindowSpec
 from protocols.splits import get_fold
@@ -21,6 +23,13 @@ def window_capable(model, cell) -> str | None:
     if not caps.forecast or not caps.supports_window(w.context, w.horizon):
         return f"{cell.model} does not support forecasting window {cell.window}"
     return None
+
+
+WINDOW_TABLES = {"48/24": "tab:e-win24", "72/36": "tab:e-win36", "96/48": "tab:e-win48", "128/64": "tab:e-win64"}
+MAIN_RESULTS = "tab:main_results"  # the paper's main table: the mean over its four windows
+MAIN_CONDITION = "mean over 4 windows"
+CAPTION = ("Zero-shot forecasting: RMSE and MAE in normalised space, x100, mean ± std over windows "
+           "(folds pooled).")
 
 
 class Forecasting(ErrorTask):
@@ -45,10 +54,41 @@ class Forecasting(ErrorTask):
         fold = get_fold(dataset, cell.fold)
         return self.error_row(cell, evaluate_forecasting(model, dataset, fold, WindowSpec.parse(cell.window), cell.spec))
 
-    def tables(self, frame, models=None, datasets=None):
-        from harness.tables import forecasting_table
+    def table(self, frame, models=None, datasets=None, caption: str = CAPTION):
+        """The forecasting table: RMSE and MAE per dataset, mean ± std over windows (folds pooled); the
+        training studies' tables too (``harness.report.study_table``, with their own caption)."""
+        from harness.tables import error_table
 
-        return [("forecasting", forecasting_table(frame, models, datasets))]
+        return error_table(frame, self.name, "clean", models, datasets, caption)
+
+    def tables(self, frame, models=None, datasets=None):
+        return [(self.name, self.table(frame, models, datasets))]
+
+    def paper_cells(self, frame, paper_dataset):
+        """Each window's RMSE and MAE (the paper's per-window tables) and their mean over the four windows
+        (its main table: a cell with fewer complete windows is ``partial``)."""
+        from harness.tables import SCALE, pooled
+
+        rows = []
+        per = pooled(frame, self.name)
+        if not per.empty:
+            per = per[per["condition"] == "clean"]
+            for (ds, model), g in per.groupby(["dataset", "model"], sort=False):
+                for _, r in g.iterrows():
+                    for metric in ("RMSE", "MAE"):
+                        rows.append(paper_cell(WINDOW_TABLES.get(r["window"], ""), model, ds, metric, r["window"],
+                                               r[metric.lower()] * SCALE if r["complete"] else np.nan, np.nan,
+                                               r["status"], r["reason"]))
+                ok = g[g["complete"]]
+                for metric in ("RMSE", "MAE"):
+                    values = ok[metric.lower()].to_numpy() * SCALE
+                    status = "ok" if len(ok) == len(g) == 4 else (g["status"].iloc[0] if ok.empty else "partial")
+                    rows.append(paper_cell(
+                        MAIN_RESULTS, model, ds, metric, MAIN_CONDITION,
+                        float(values.mean()) if len(values) else np.nan,
+                        float(values.std(ddof=1)) if len(values) > 1 else np.nan, status,
+                        "" if status == "ok" else f"{len(ok)} of 4 windows" if len(ok) else g["reason"].iloc[0]))
+        return cells_frame(rows)
 
 
 TASK = Forecasting()  # registered by harness.tasks

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from harness.tasks.base import ErrorTask, details
+import numpy as np
+
+from harness.tasks.base import ErrorTask, cells_frame, details, paper_cell
 from protocols.imputation import evaluate_imputation
 from protocols.specs import ImputationSpec, RUN_SEEDS
 from protocols.splits import get_fold
@@ -46,6 +48,24 @@ class Imputation(ErrorTask):
     def evaluate(self, cell, dataset, model):
         out = evaluate_imputation(model, dataset, get_fold(dataset, cell.fold), cell.spec, cell.level, cell.seed)
         return self.error_row(cell, out, {"details": details(queries=out.n_queries)})
+
+    def paper_cells(self, frame, paper_dataset):
+        """RMSE and MAE per missing rate (the paper's tab:e-imp25, -50, -75), mean ± std over seeds."""
+        from harness.tables import SCALE, pooled
+
+        rows = []
+        per = pooled(frame, self.name)
+        for (ds, model, cond), g in (per.groupby(["dataset", "model", "condition"], sort=False)
+                                     if not per.empty else []):
+            ok = g[g["complete"]]
+            for metric in ("RMSE", "MAE"):
+                v = ok[metric.lower()].to_numpy() * SCALE
+                rows.append(paper_cell(f"tab:e-imp{cond.split('=')[-1].rstrip('%')}", model, ds, metric, cond,
+                                       float(v.mean()) if len(v) else np.nan,
+                                       float(v.std(ddof=1)) if len(v) > 1 else np.nan,
+                                       "ok" if len(v) else g["status"].iloc[0],
+                                       g["reason"].iloc[0] if not len(v) else ""))
+        return cells_frame(rows)
 
 
 TASK = Imputation()  # registered by harness.tasks
