@@ -401,12 +401,27 @@ def plot_cd_diagram(summary: RankSummary, path_stem: Path, alpha: float = 0.05) 
     try:
         # the CD goes in the title: scikit-posthocs' own CD bar sits on the rank axis's tick labels
         sp.critical_difference_diagram(summary.avg_rank, summary.nemenyi_p, alpha=alpha, ax=ax)
+        _sort_crossbars(ax)
         ax.set_title(f"Average rank over {n_used} complete cells; Nemenyi CD = {cd:.2f} (alpha = {alpha:g})", pad=12)
         for p in out:
             fig.savefig(p, dpi=150, bbox_inches="tight")
     finally:
         plt.close(fig)
     return out
+
+
+def _sort_crossbars(ax) -> None:
+    """Put each horizontal crossbar's points in rank order.
+
+    scikit-posthocs draws a crossbar through the members of a Python ``set`` of model names, so the
+    order of its points, and with it the bytes of the saved figure, changed with the interpreter's
+    string-hash seed (``PYTHONHASHSEED``): two runs on the same records gave different files. The bar
+    looks the same in any order; sorted, the figure is reproducible."""
+    for line in ax.get_lines():
+        x, y = (np.asarray(v, dtype=float) for v in line.get_data())
+        if len(x) > 1 and np.all(y == y[0]):
+            order = np.argsort(x, kind="stable")
+            line.set_data(x[order], y[order])
 
 
 # ----------------------------------------------------------------------------- skill, W/T/L, board

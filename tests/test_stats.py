@@ -233,6 +233,33 @@ def test_plot_cd_diagram_writes_png_and_pdf(tmp_path):
         plot_cd_diagram(rank_summary(SCORES.iloc[:1]), tmp_path / "cd1")
 
 
+
+_CD_SCRIPT = """
+import sys
+import numpy as np, pandas as pd
+from harness.stats import plot_cd_diagram, rank_summary
+rng = np.random.default_rng(0)
+# six models in one block of near-ties: one crossbar through all of them (a set of six names)
+scores = pd.DataFrame(rng.normal(size=(8, 6)) * 0.01 + np.arange(6) * 0.002,
+                      columns=["last-value", "window-mean", "drift", "seasonal-naive", "auto-ets", "soter"])
+plot_cd_diagram(rank_summary(scores), __import__("pathlib").Path(sys.argv[1]))
+"""
+
+
+def test_cd_diagram_is_byte_identical_across_hash_seeds(tmp_path):
+    """scikit-posthocs draws crossbars through a set of names; the PNG must not depend on PYTHONHASHSEED."""
+    import os
+    import subprocess
+    import sys
+
+    pngs = []
+    for seed in ("1", "2", "3"):
+        stem = tmp_path / f"cd{seed}"
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-c", _CD_SCRIPT, str(stem)], check=True, env=env, timeout=120)
+        pngs.append(stem.with_suffix(".png").read_bytes())
+    assert pngs[0] == pngs[1] == pngs[2]
+
 # ----------------------------------------------------------------------------- skill, W/T/L, board
 
 
