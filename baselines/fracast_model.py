@@ -2,7 +2,8 @@
 its wheel, so it gives a genuine pretrained forecast offline (beyond the paper's baselines).
 
 Channels are forecast independently (the model's own design) in one batched call; the point
-forecast is the median of its nine quantiles; unobserved context points are passed as NaN,
+forecast is the median of its nine quantiles (0.1 .. 0.9, which it also gives as quantile
+forecasts, from the same call; other levels are an error); unobserved context points are passed as NaN,
 which the model masks.  It reads the latest 2,048 points; its native horizon is 48 steps and
 longer horizons are rolled out by the library.  Query times are taken as successive steps.
 """
@@ -24,7 +25,7 @@ MEDIAN = 4  # quantile levels 0.1 .. 0.9
     licence="Apache-2.0 (weights)", requires=("fracast",), extra="fracast", default=False)
 class Fracast(Model):
     name = "fracast"
-    capabilities = Capabilities(multivariate=False, min_context=16)
+    capabilities = Capabilities(multivariate=False, min_context=16, quantiles=True)
 
     def __init__(self, weights: str | None = None, variant: str = "w8", device: str = "cpu", seed: int = 0) -> None:
         import fracast
@@ -37,9 +38,19 @@ class Fracast(Model):
                       "weights": weights or "bundled in the wheel"}
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        return self._forecast_quantiles(batch, query_times, ())[0]
+
+    def _forecast_quantiles(self, batch: SeriesBatch, query_times: np.ndarray,
+                            levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+        native = [round(float(q), 6) for q in self._model.quantiles]
+        missing = [q for q in levels if round(q, 6) not in native]
+        if missing:
+            raise ValueError(f"{self.name} forecasts the quantiles {native}, not {missing}")
         context = np.where(batch.mask[:, 0], batch.values[:, 0], np.nan).astype(np.float32)
         out = self._model.forecast_batch(context, horizon=query_times.shape[1])  # [V, H, Q]
-        return np.asarray(out[:, :, MEDIAN], dtype=np.float64)[:, None, :]
+        point = np.asarray(out[:, :, MEDIAN], dtype=np.float64)[:, None, :]
+        quantiles = np.asarray(out, dtype=np.float64)[:, None][..., [native.index(round(q, 6)) for q in levels]]
+        return point, quantiles
 
     def describe(self) -> dict[str, object]:
         return dict(self._info)

@@ -281,8 +281,11 @@ class WorkerModel(Model):
     """A :class:`Model` whose forecasts and embeddings come from a worker in another environment.
 
     The worker loads the model once (``load`` request) and then answers ``forecast`` (values and
-    mask [B, C, T] in, [B, C, H] out) and ``embed`` ([B, C, T] in, [B, D] out). Query times are
-    taken as successive steps of the context grid, as for the in-process foundation adapters.
+    mask [B, C, T] in, [B, C, H] out; with ``levels`` asked, also ``quantiles`` [B, C, H, Q] from the
+    same pass) and ``embed`` ([B, C, T] in, [B, D] out). Query times are taken as successive steps of
+    the context grid, as for the in-process foundation adapters. Quantiles are asked of a worker only
+    when the card declares ``quantiles`` and the worker's load info names its ``quantile_levels``
+    (a list, or ``"any"`` for sample-path models).
     """
 
     def __init__(self, name: str, capabilities: Capabilities, python: str | os.PathLike, script: str | os.PathLike,
@@ -294,11 +297,46 @@ class WorkerModel(Model):
         self._info = {"name": name, **(info or {}), **reply.get("info", {})}
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        return self._request_forecast(batch, query_times.shape[1], None)[0]
+
+    def _forecast_quantiles(self, batch: SeriesBatch, query_times: np.ndarray,
+                            levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """The point and the asked quantiles from one worker pass (the same sample paths); the point is
+        exactly what :meth:`_forecast` returns. Levels the model cannot give are a ``ValueError``."""
+        levels = tuple(float(q) for q in levels)
+        offered = self._info.get("quantile_levels")
+        if not self.capabilities.quantiles or offered is None:
+            raise WorkerError(f"{self.name}: its worker does not serve quantile forecasts")
+        if offered == "any":
+            wrong = [q for q in levels if not 0.0 < q < 1.0]
+            if wrong:
+                raise ValueError(f"{self.name}: quantile levels must lie in (0, 1), not {wrong}")
+        else:
+            native = [round(float(q), 6) for q in offered]
+            missing = [q for q in levels if round(q, 6) not in native]
+            if missing:
+                raise ValueError(f"{self.name} forecasts the quantiles {native}, not {missing}")
+        return self._request_forecast(batch, query_times.shape[1], levels)
+
+    def _request_forecast(self, batch: SeriesBatch, h: int,
+                          levels: tuple[float, ...] | None) -> tuple[np.ndarray, np.ndarray | None]:
+        """One ``forecast`` request; ``levels`` None asks for the point only. Returned arrays are checked:
+        shapes (in :meth:`Worker.call`) and, for the quantiles, finite values."""
         b, c, _ = batch.shape
-        h = query_times.shape[1]
-        out = self._worker.call("forecast", {"values": batch.values, "mask": batch.mask},
-                                {"horizon": h, "seed": self._seed}, expect={"forecast": (b, c, h)})
-        return out["forecast"].astype(np.float64)
+        args: dict[str, Any] = {"horizon": h, "seed": self._seed}
+        expect: dict[str, tuple[int | None, ...]] = {"forecast": (b, c, h)}
+        if levels is not None:
+            args["levels"] = list(levels)
+            expect["quantiles"] = (b, c, h, len(levels))
+        out = self._worker.call("forecast", {"values": batch.values, "mask": batch.mask}, args, expect=expect)
+        point = out["forecast"].astype(np.float64)
+        if levels is None:
+            return point, None
+        quantiles = out["quantiles"].astype(np.float64)
+        if not np.isfinite(quantiles).all():
+            raise WorkerError(f"{self.name}: worker returned NaN or infinite quantiles "
+                              f"({int((~np.isfinite(quantiles)).sum())} of {quantiles.size})")
+        return point, quantiles
 
     def _embed(self, batch: SeriesBatch) -> np.ndarray:
         out = self._worker.call("embed", {"values": batch.values, "mask": batch.mask}, {"seed": self._seed},

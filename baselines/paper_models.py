@@ -140,13 +140,13 @@ for card in (
       for size, params in (("Small", "35.34M"), ("Base", "109.6M"), ("Large", "341.3M"))),
     *(Card(f"moirai-moe-{size.lower()}", f"MoiraiMoE-{size}", params, f"Salesforce/moirai-moe-1.0-R-{size.lower()}",
            source="Hugging Face", licence="CC-BY-NC-4.0 (weights; non-commercial)", requires=(), extra=None,
-           files=_HF_FILES, capabilities=Capabilities(multivariate=True), native_horizon=16,
+           files=_HF_FILES, capabilities=Capabilities(multivariate=True, quantiles=True), native_horizon=16,
            notes=_MOIRAI_NOTES + "; point forecast: median of 100 seeded sample paths (patch size 16)",
            options={"env": "moirai", "worker": "moirai_worker.py", "worker_options": {"family": "moirai-moe"}})
       for size, params in (("Small", "117.0M"), ("Base", "935.1M"))),
     Card("moirai-2.0-small", "Moirai2.0-Small", "11.39M", "Salesforce/moirai-2.0-R-small", source="Hugging Face",
          licence="CC-BY-NC-4.0 (weights; non-commercial)", requires=(), extra=None, files=_HF_FILES,
-         capabilities=Capabilities(multivariate=False),
+         capabilities=Capabilities(multivariate=False, quantiles=True),
          notes=_MOIRAI_NOTES.replace("; channels forecast jointly", "") + "; per channel (uni2ts 2.0.0's Moirai2Forecast "
                "handles one target only: its recursive path fails for several); point forecast: its 0.5 quantile",
          options={"env": "moirai", "worker": "moirai_worker.py", "worker_options": {"family": "moirai2"}}),
@@ -158,7 +158,7 @@ for card in (
 register_card(
     Card("lag-llama", "Lag-Llama", "2.451M", "time-series-foundation-models/Lag-Llama", source="Hugging Face",
          licence="Apache-2.0 (weights and code)", requires=(), extra=None, files=(("lag-llama.ckpt",),),
-         capabilities=_PER_CHANNEL, native_horizon=None,
+         capabilities=Capabilities(multivariate=False, quantiles=True), native_horizon=None,
          notes="runs in its own virtual environment (gluonts 0.14.4, lightning 2.1: baselines/envs/lag-llama.txt) "
                "with the code of a user's checkout of github.com/time-series-foundation-models/lag-llama "
                "($SOTER_BENCH_LAG_LLAMA_CODE, or the weights directory itself); the checkpoint is loaded with "
@@ -180,7 +180,8 @@ for card in (
          licence="Apache-2.0 (weights)", requires=(), extra=None, files=_HF_FILES, capabilities=_PER_CHANNEL,
          native_horizon=96, notes=_TTM_NOTES, options={"env": "ttm", "worker": "ttm_worker.py"}),
     *(Card(f"timesfm-{v}", f"TimesFM {v}", params, hub, source="Hugging Face", licence="Apache-2.0 (weights)",
-           requires=(), extra=None, files=(("torch_model.ckpt",),), capabilities=_PER_CHANNEL, native_horizon=128,
+           requires=(), extra=None, files=(("torch_model.ckpt",),),
+           capabilities=Capabilities(multivariate=False, quantiles=True), native_horizon=128,
            notes=_TFM1_NOTES + f"; context up to {ctx} steps (latest kept)",
            options={"env": "timesfm1", "worker": "timesfm1_worker.py", "worker_options": {"version": v}})
       for v, params, hub, ctx in (("1.0", "203.6M", "google/timesfm-1.0-200m-pytorch", 512),

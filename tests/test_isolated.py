@@ -75,6 +75,114 @@ def test_a_wrong_output_shape_is_refused():
         interface.forecast(model, batch, _queries(batch, 3))
 
 
+# ---------------------------------------------------------------- quantiles across the boundary
+
+QUANTILE = Path(__file__).with_name("workers") / "quantile_worker.py"
+
+
+def quantile_model(seed: int = 0, **options: object) -> isolated.WorkerModel:
+    """The fake sample-path worker behind the real client, declaring quantiles as the Moirai cards do."""
+    return isolated.WorkerModel("fake-quantiles", Capabilities(multivariate=True, quantiles=True), sys.executable,
+                                QUANTILE, options=dict(options), seed=seed)
+
+
+QUANTILE_SPEC = ModelSpec("fake-quantiles", "tests.test_isolated:quantile_model", "fake quantile worker")
+
+
+def test_a_quantile_worker_meets_the_contract():
+    check_forecast_contract(QUANTILE_SPEC)
+
+
+def test_quantiles_come_back_from_the_same_paths_as_the_point():
+    model = quantile_model()
+    batch = _series(3, 2, 16)
+    q = _queries(batch, 5)
+    point, quant = interface.forecast_quantiles(model, batch, q)
+    assert point.shape == (3, 2, 5) and quant.shape == (3, 2, 5, len(interface.QUANTILE_LEVELS))
+    # bit-identical to the point-only request: the same seeded draws, the same median
+    np.testing.assert_array_equal(point, interface.forecast(model, batch, q))
+    assert (np.diff(quant, axis=-1) >= 0).all()  # empirical quantiles of the paths: monotone in level
+    assert not np.array_equal(quant[..., 0], quant[..., -1])  # and a real spread
+    np.testing.assert_allclose(quant[..., 4], point, atol=1e-5)  # the 0.5 level is the median (float32 point)
+    # any levels, in the order asked
+    point2, two = interface.forecast_quantiles(model, batch, q, levels=(0.95, 0.05))
+    np.testing.assert_array_equal(point2, point)
+    assert two.shape == (3, 2, 5, 2) and (two[..., 0] > two[..., 1]).all()
+    with pytest.raises(ValueError, match=r"quantile levels must lie in \(0, 1\)"):
+        interface.forecast_quantiles(model, batch, q, levels=(0.5, 1.0))
+    model.close()
+
+
+def test_a_model_with_its_own_levels_refuses_others_with_a_value_error():
+    model = quantile_model(native=[0.1, 0.5, 0.9])
+    batch = _series(2, 1, 16)
+    q = _queries(batch, 3)
+    point, quant = interface.forecast_quantiles(model, batch, q, levels=(0.9, 0.1))
+    np.testing.assert_array_equal(point, interface.forecast(model, batch, q))
+    assert quant.shape == (2, 1, 3, 2) and (quant[..., 0] >= quant[..., 1]).all()
+    with pytest.raises(ValueError, match=r"fake-quantiles forecasts the quantiles \[0.1, 0.5, 0.9\], not \[0.2"):
+        interface.forecast_quantiles(model, batch, q)  # the deciles: 0.2 is not among its levels
+    model.close()
+
+
+@pytest.mark.parametrize("bad,message", [
+    ("shape", r"worker returned 'quantiles' of shape \(2, 1, 3, 10\).*expected shape \(2, 1, 3, 9\)"),
+    ("nan", r"worker returned NaN or infinite quantiles \(1 of 54\)"),
+    ("missing", r"worker returned no 'quantiles' output for 'forecast'"),
+    ("undeclared", r"its worker does not serve quantile forecasts"),
+])
+def test_a_worker_breaking_the_quantile_protocol_is_a_worker_error(bad, message):
+    model = quantile_model(bad=bad)
+    batch = _series(2, 1, 8)
+    with pytest.raises(isolated.WorkerError, match="fake-quantiles: " + message):
+        interface.forecast_quantiles(model, batch, _queries(batch, 3))
+    assert interface.forecast(model, batch, _queries(batch, 3)).shape == (2, 1, 3)  # the point path still works
+    model.close()
+
+
+def test_a_point_only_worker_is_never_asked_for_quantiles():
+    model = echo_model()
+    batch = _series(1, 1, 8)
+    with pytest.raises(NotImplementedError, match="does not declare quantile forecasts"):
+        interface.forecast_quantiles(model, batch, _queries(batch, 2))
+
+
+def test_lag_llama_quantiles_come_from_the_median_s_own_paths(tmp_path, monkeypatch):
+    """The real Lag-Llama worker against tests/test_lag_llama.py's fake lag_llama package."""
+    torch = pytest.importorskip("torch")
+    import textwrap
+
+    from tests.test_lag_llama import FAKE, lag_llama_model
+
+    code = tmp_path / "lag-llama"
+    for name, text in FAKE.items():
+        (code / name).parent.mkdir(parents=True, exist_ok=True)
+        (code / name).write_text(textwrap.dedent(text))
+    monkeypatch.syspath_prepend(str(code))
+    try:
+        from gluonts.torch.distributions.studentT import StudentTOutput
+        from gluonts.torch.modules.loss import NegativeLogLikelihood
+
+        torch.save({"hyper_parameters": {"context_length": 32, "loss": NegativeLogLikelihood(),
+                                         "model_kwargs": {"input_size": 1, "context_length": 32, "n_layer": 1,
+                                                          "n_embd_per_head": 4, "n_head": 2, "scaling": "robust",
+                                                          "time_feat": True, "lags_seq": [0, 1, 6],
+                                                          "distr_output": StudentTOutput()}},
+                    "state_dict": {"level": torch.tensor([2.0])}}, code / "lag-llama.ckpt")
+    finally:
+        for mod in [m for m in sys.modules if m == "gluonts" or m.startswith("gluonts.")]:
+            monkeypatch.delitem(sys.modules, mod)
+    model = lag_llama_model(code)
+    assert model.capabilities.quantiles and model.describe()["quantile_levels"] == "any"
+    batch = _series(2, 2, 40)
+    q = _queries(batch, 6)
+    point, quant = interface.forecast_quantiles(model, batch, q)
+    np.testing.assert_array_equal(point, interface.forecast(model, batch, q))
+    assert quant.shape == (2, 2, 6, 9) and (np.diff(quant, axis=-1) >= 0).all()
+    np.testing.assert_allclose(quant[..., 4], point, atol=1e-5)  # 9 paths: the 0.5 level is the median
+    model.close()
+
+
 def test_worker_processes_end_with_their_model():
     model = echo_model()
     proc = model._worker._proc
@@ -186,6 +294,12 @@ def test_with_weights_the_status_is_ready_and_loading_makes_the_environment(monk
     assert seen == ["moment"]
     assert get_spec("moirai-moe-small").options["worker_options"] == {"family": "moirai-moe"}
     assert get_spec("moirai-2.0-small").options["worker_options"] == {"family": "moirai2"}
+
+
+def test_only_the_cards_whose_worker_gives_quantiles_declare_them():
+    quantiles = {name for name in [*ISOLATED, "lag-llama"] if get_spec(name).model_capabilities().quantiles}
+    assert quantiles == {"moirai-moe-small", "moirai-moe-base", "moirai-2.0-small", "lag-llama", "timesfm-1.0",
+                         "timesfm-2.0"}  # not MOMENT (masked reconstruction) nor TTM (an MSE point forecaster)
 
 
 def test_the_cards_describe_the_isolated_run():

@@ -3,7 +3,9 @@ workers forecasting with TINY RANDOMLY INITIALISED models built from the librari
 
 Slow (minutes: each environment is installed from the package index) and skipped unless
 SOTER_BENCH_SLOW=1. Environments go to this session's temporary cache ($SOTER_BENCH_CACHE from
-tests/conftest.py), so every run really creates them. Random weights exist only here.
+tests/conftest.py), so every run really creates them; SOTER_BENCH_SLOW_CACHE=DIR puts them in DIR
+instead (kept between runs: for re-running these tests after a change to a worker, not to its pins).
+Random weights exist only here.
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ from protocols import interface
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.environ.get("SOTER_BENCH_SLOW") != "1",
                                  reason="creates real virtual environments (minutes, package index): SOTER_BENCH_SLOW=1")]
+
+@pytest.fixture(autouse=True)
+def _reused_cache(monkeypatch):
+    if os.environ.get("SOTER_BENCH_SLOW_CACHE"):  # after conftest's autouse fixture: this one wins
+        monkeypatch.setenv("SOTER_BENCH_CACHE", os.environ["SOTER_BENCH_SLOW_CACHE"])
+
 
 TINY_MOMENT = """
 import sys, torch
@@ -122,4 +130,23 @@ def test_moirai_end_to_end(name, family, tmp_path):
     info = spec.load().describe()
     assert info["uni2ts"] == "2.0.0" and info["torch"].startswith("2.13") and info["family"] == family
     batch = _series(2, 3, 32)
-    assert np.isfinite(interface.forecast(spec.load(), batch, _queries(batch, 40))).all()  # 3 patches ahead
+    model = spec.load()
+    q = _queries(batch, 40)  # 3 patches ahead
+    out = interface.forecast(model, batch, q)
+    assert np.isfinite(out).all()
+
+    # quantiles: from the same pass (the same sample paths for Moirai-MoE), the point bit-identical
+    assert model.capabilities.quantiles
+    point, quant = interface.forecast_quantiles(model, batch, q)
+    np.testing.assert_array_equal(point, out)
+    assert quant.shape == (2, 3, 40, 9) and np.isfinite(quant).all()
+    if family == "moirai-moe":  # empirical quantiles of the paths: monotone in level, any level
+        assert info["quantile_levels"] == "any"
+        assert (np.diff(quant, axis=-1) >= 0).all()
+        _, tails = interface.forecast_quantiles(model, batch, q, levels=(0.025, 0.975))
+        assert (tails[..., 0] <= quant[..., 0]).all() and (tails[..., 1] >= quant[..., -1]).all()
+    else:  # its quantile head's own levels (the deciles), the point being its 0.5 quantile
+        assert info["quantile_levels"] == list(interface.QUANTILE_LEVELS)
+        np.testing.assert_array_equal(quant[..., 4], point)
+        with pytest.raises(ValueError, match=r"moirai-2.0-small forecasts the quantiles .*, not \[0.25\]"):
+            interface.forecast_quantiles(model, batch, q, levels=(0.25,))

@@ -17,7 +17,7 @@ import pytest
 from baselines.testing import check_forecast_contract, queries as _queries, series as _series
 from models.registry import READY
 from protocols import interface
-from tests.test_isolated_envs_slow import _env, _tiny, _with
+from tests.test_isolated_envs_slow import _env, _reused_cache, _tiny, _with  # noqa: F401 (an autouse fixture)
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.environ.get("SOTER_BENCH_SLOW_MORE") != "1",
@@ -81,3 +81,10 @@ def test_timesfm_end_to_end(name, version, tmp_path):
     long_h = interface.forecast(model, batch, _queries(batch, 150))  # beyond one 128-step output patch
     assert np.isfinite(long_h).all()
     np.testing.assert_allclose(long_h[:, :, :24], interface.forecast(model, batch, _queries(batch, 24)), atol=1e-5)
+    # quantiles: the quantile head's deciles from the same calls as the mean, which stays bit-identical
+    assert model.capabilities.quantiles and info["quantile_levels"] == list(interface.QUANTILE_LEVELS)
+    point, quant = interface.forecast_quantiles(model, batch, _queries(batch, 150))
+    np.testing.assert_array_equal(point, long_h)
+    assert quant.shape == (2, 1, 150, 9) and np.isfinite(quant).all()
+    with pytest.raises(ValueError, match=rf"{name} forecasts the quantiles .*, not \[0.25\]"):
+        interface.forecast_quantiles(model, batch, _queries(batch, 24), levels=(0.25,))

@@ -60,3 +60,25 @@ def test_crps_and_wql_reach_the_leaderboard_for_quantile_models_only(tmp_path: P
     assert board.loc["test-quantile-last-value", "crps"] == pytest.approx(mae)
     assert np.isnan(board.loc["last-value", "crps"]) and np.isnan(board.loc["seasonal-naive", "wql"])
     assert board.loc["test-quantile-last-value", "wql"] > 0
+
+
+def test_fracast_quantiles_leave_its_point_forecast_unchanged():
+    pytest.importorskip("fracast")
+    from baselines.fracast_model import MEDIAN, Fracast
+    from baselines.testing import queries, series
+
+    model = Fracast()
+    assert model.capabilities.quantiles
+    batch = series(3, 2, 64)
+    q = queries(batch, 60)  # beyond its native 48 steps: rolled out by the library
+    point, quant = interface.forecast_quantiles(model, batch, q)
+    assert quant.shape == (3, 2, 60, 9) and np.isfinite(quant).all()
+    np.testing.assert_array_equal(point, interface.forecast(model, batch, q))  # bit-identical
+    # the library's own output: the point is its median column, the quantiles its nine columns
+    raw = model._model.forecast_batch(batch.values.reshape(6, 64).astype(np.float32), horizon=60)
+    np.testing.assert_array_equal(point.reshape(6, 60), raw[:, :, MEDIAN].astype(np.float64))
+    np.testing.assert_array_equal(quant.reshape(6, 60, 9), raw.astype(np.float64))
+    _, two = interface.forecast_quantiles(model, batch, q, levels=(0.9, 0.1))
+    np.testing.assert_array_equal(two, quant[..., [8, 0]])
+    with pytest.raises(ValueError, match=r"fracast forecasts the quantiles .*, not \[0.25\]"):
+        interface.forecast_quantiles(model, batch, q, levels=(0.25,))

@@ -14,6 +14,13 @@ Protocol (the parent writes to the worker's stdin, the worker answers on the ori
 3. any failure -> ``{"ok": false, "error": "...", "traceback": "..."}`` (the worker keeps serving);
 4. end of stdin -> the worker exits.
 
+``forecast``: inputs ``values`` and ``mask`` [B, C, T]; args ``horizon``, ``seed`` and, when the
+harness asks for quantiles, ``levels`` (a list of floats in (0, 1)); outputs ``forecast`` [B, C, H]
+and, only when ``levels`` was given, ``quantiles`` [B, C, H, Q] in the order of ``levels``. Both come
+from the same pass (the same sample paths): asking for quantiles never changes the point forecast.
+A worker whose model gives quantiles says which levels in its load info, ``quantile_levels``: a list
+(the model's own levels) or ``"any"`` (empirical quantiles of sample paths).
+
 Anything a library prints goes to stderr: the protocol channel is a private copy of stdout.
 """
 
@@ -29,6 +36,32 @@ from typing import Any, Callable
 import numpy as np
 
 Handler = Callable[[dict[str, np.ndarray], dict[str, Any]], dict[str, np.ndarray]]
+
+
+def asked_levels(args: dict[str, Any]) -> list[float] | None:
+    """The quantile levels a ``forecast`` request asks for (None: point forecast only)."""
+    levels = args.get("levels")
+    if levels is None:
+        return None
+    levels = [float(q) for q in levels]
+    if not all(0.0 < q < 1.0 for q in levels):
+        raise ValueError(f"quantile levels must lie in (0, 1), got {levels}")
+    return levels
+
+
+def native_indices(native: list[float], levels: list[float], model: str) -> list[int]:
+    """Positions of ``levels`` among a model's own quantile levels; other levels are an error."""
+    own = [round(float(q), 6) for q in native]
+    missing = [q for q in levels if round(q, 6) not in own]
+    if missing:
+        raise ValueError(f"{model} forecasts the quantiles {own}, not {missing}")
+    return [own.index(round(q, 6)) for q in levels]
+
+
+def sample_quantiles(samples: np.ndarray, levels: list[float], axis: int) -> np.ndarray:
+    """Empirical quantiles (numpy's linear interpolation) of sample paths over ``axis``, levels last."""
+    out = np.quantile(np.asarray(samples, dtype=np.float64), levels, axis=axis)  # levels first
+    return np.moveaxis(out, 0, -1)
 
 
 def serve(load: Callable[[str | None, dict[str, Any]], tuple[dict[str, Handler], dict[str, Any]]]) -> None:

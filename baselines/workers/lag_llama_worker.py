@@ -16,8 +16,9 @@ Forecast: per channel (``input_size`` 1). Each series (row, channel) is predicte
 ``torch.manual_seed(seed)``: its draws do not depend on which other windows share the batch, and a
 rerun gives the same numbers. Sample paths are always drawn for ``span`` steps (64; a multiple of it
 beyond) and cut to H, so step k's forecast does not depend on the horizon asked for. The point
-forecast is the median of ``num_samples`` (100) paths. Unobserved context points are passed as NaN
-(gluonts marks them unobserved). The context length is the checkpoint's (32 for the released model)
+forecast is the median of ``num_samples`` (100) paths; asked quantiles (request arg ``levels``, any
+level) are the empirical quantiles (numpy's linear interpolation) of the same paths. Unobserved
+context points are passed as NaN (gluonts marks them unobserved). The context length is the checkpoint's (32 for the released model)
 unless option ``context_length`` says otherwise (then RoPE is scaled linearly, as Lag-Llama's README
 does); Lag-Llama's lag features read up to ~1,100 steps further back, so the whole window is used.
 """
@@ -32,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from _protocol import serve
+from _protocol import asked_levels, sample_quantiles, serve
 
 CHECKPOINT = "lag-llama.ckpt"
 # the only globals the checkpoint's pickle may name beyond torch's weights-only defaults
@@ -139,10 +140,12 @@ def load(weights: str | None, options: dict[str, Any]):
         b, c, t = values.shape
         h = int(args["horizon"])
         row_seed = int(args.get("seed", seed))
+        levels = asked_levels(args)
         drawn = -(-h // span) * span
         model = predictor(drawn)
         start = anchor - t
         out = np.empty((b, c, h), np.float32)
+        quantiles = None if levels is None else np.empty((b, c, h, len(levels)), np.float64)
         for i in range(b):
             for j in range(c):  # per channel, one series at a time: draws never depend on the batch
                 target = np.where(observed[i, j], values[i, j], np.nan).astype(np.float32)
@@ -154,7 +157,9 @@ def load(weights: str | None, options: dict[str, Any]):
                     raise ValueError(f"Lag-Llama returned samples of shape {samples.shape}, "
                                      f"expected {(num_samples, drawn)}")
                 out[i, j] = np.median(samples[:, :h], axis=0)
-        return {"forecast": out}
+                if quantiles is not None:  # from the same paths as the point
+                    quantiles[i, j] = sample_quantiles(samples[:, :h], levels, axis=0)
+        return {"forecast": out} if quantiles is None else {"forecast": out, "quantiles": quantiles}
 
     predictor(span)  # build once now: a wrong checkpoint fails at load, not at the first forecast
     gluonts = importlib.import_module("gluonts")
@@ -162,6 +167,7 @@ def load(weights: str | None, options: dict[str, Any]):
             "lag_llama_code": str(code), "lag_llama_commit": _commit(code), "checkpoint": str(path),
             "context_length": context, "trained_context_length": trained, "num_samples": num_samples, "span": span,
             "point": f"median of {num_samples} sample paths (per-series seeded)", "freq": freq,
+            "quantile_levels": "any", "quantiles": f"empirical quantiles of the same {num_samples} sample paths",
             "checkpoint_loading": "torch.load(weights_only=True), allow-list: " + ", ".join(SAFE_GLOBALS),
             "unexpected_keys": report.get("unexpected_keys")}
     return {"forecast": forecast}, info

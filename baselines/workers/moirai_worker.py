@@ -14,6 +14,11 @@ Two families (option ``family``):
   2.0.0 supports one target here (its ``predict`` says so, and its recursive path, for horizons
   beyond one pass, fails on shapes with several).
 
+Quantiles (request arg ``levels``), from the same pass as the point: Moirai-MoE gives any level, the
+empirical quantiles (numpy's linear interpolation) of the same sample paths whose median is the
+point; Moirai 2.0 gives its own levels (``module.quantile_levels``, the deciles 0.1 .. 0.9), as they
+come out of its quantile head (no re-sorting), and nothing else.
+
 Moirai-MoE forecasts a sample's channels jointly (``target_dim`` = C). Unobserved context points are
 passed as unobserved (``past_observed_target`` False); their values are zero and never read.
 """
@@ -24,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from _protocol import serve
+from _protocol import asked_levels, native_indices, sample_quantiles, serve
 
 
 def load(weights: str | None, options: dict[str, Any]):
@@ -59,6 +64,7 @@ def load(weights: str | None, options: dict[str, Any]):
         values, observed = inputs["values"], inputs["mask"]
         b, c, t = values.shape
         h = int(args["horizon"])
+        levels = asked_levels(args)
         common = dict(prediction_length=h, target_dim=c, feat_dynamic_real_dim=0, past_feat_dynamic_real_dim=0,
                       context_length=t, module=module)
         if family == "moirai2":
@@ -66,28 +72,40 @@ def load(weights: str | None, options: dict[str, Any]):
                 raise ValueError(f"Moirai 2.0 is run per channel: expected [B, 1, T], got {values.shape}")
             model = Moirai2Forecast(**common).to(device).eval()
             median = list(module.quantile_levels).index(0.5)
+            picked = None if levels is None else native_indices(list(module.quantile_levels), levels, "Moirai 2.0")
             with torch.no_grad():
-                out = model(*tensors(values, observed))  # [B, Q, H] or [B, Q, H, C]
-            out = out[:, median]
+                full = model(*tensors(values, observed))  # [B, Q, H] (one target)
+            out = full[:, median]
             out = out[..., None] if c == 1 else out  # [B, H, C]
-            return {"forecast": out.permute(0, 2, 1).float().cpu().numpy()}
+            result = {"forecast": out.permute(0, 2, 1).float().cpu().numpy()}
+            if picked is not None:  # [B, Q', H] -> [B, 1, H, Q']
+                result["quantiles"] = full[:, picked].permute(0, 2, 1)[:, None].float().cpu().numpy()
+            return result
         drawn = -(-h // span) * span
         model = MoiraiMoEForecast(**{**common, "prediction_length": drawn}, patch_size=patch_size,
                                   num_samples=num_samples).to(device).eval()
         result = np.empty((b, c, h), np.float32)
+        quantiles = None if levels is None else np.empty((b, c, h, len(levels)), np.float64)
         for i in range(b):  # one row at a time: its sample draws never depend on the other rows
             torch.manual_seed(int(args.get("seed", seed)))
             with torch.no_grad():
                 samples = model(*tensors(values[i:i + 1], observed[i:i + 1]))  # [1, S, H] or [1, S, H, C]
             point = samples.median(dim=1).values[0]
             result[i] = (point[None, :h] if c == 1 else point[:h].T).float().cpu().numpy()
-        return {"forecast": result}
+            if quantiles is not None:  # the same paths: [S, H] or [S, H, C] -> [C, H, Q]
+                paths = samples[0].float().cpu().numpy()
+                paths = paths[:, None, :h] if c == 1 else paths[:, :h].transpose(0, 2, 1)  # [S, C, H]
+                quantiles[i] = sample_quantiles(paths, levels, axis=0)
+        return {"forecast": result} if quantiles is None else {"forecast": result, "quantiles": quantiles}
 
     info = {"uni2ts": uni2ts.__version__, "torch": torch.__version__, "family": family,
             "point": ("median of %d sample paths (per-row seeded)" % num_samples) if family == "moirai-moe"
             else "0.5 quantile",
             "patch_size": patch_size if family == "moirai-moe" else int(module.patch_size),
             "span": span if family == "moirai-moe" else None,
+            "quantile_levels": "any" if family == "moirai-moe" else [float(q) for q in module.quantile_levels],
+            "quantiles": ("empirical quantiles of the same %d sample paths" % num_samples) if family == "moirai-moe"
+            else "the quantile head's own levels",
             "uni2ts_install": "--no-deps beside torch 2.13 (uni2ts pins torch<2.5); see baselines/envs/moirai.txt"}
     return {"forecast": forecast}, info
 

@@ -11,6 +11,10 @@ model width and the number of heads are read from the state dict's shapes.
 Per channel ([B, 1, T] in). The point forecast is the model's **mean head** (``point_forecast_mode=
 "mean"``; timesfm 1.3's default would be the 0.5-quantile head), in frequency class 0 (high), with
 timesfm's defaults otherwise (``normalize=False``: the model normalises each context itself).
+Quantiles (request arg ``levels``): the model's quantile head, timesfm 1.3's ``DEFAULT_QUANTILES``
+(the deciles 0.1 .. 0.9; ``forecast`` returns [mean, q0.1, ..., q0.9] per step), from the same call as
+the mean; other levels are an error. Beyond the first block they are conditional on the mean
+appended to the context (as timesfm's own decoding beyond one patch).
 Forecasts are made in fixed blocks of one output patch (128 steps): each call asks timesfm for
 exactly 128 steps and longer horizons are rolled out block by block, each block's mean appended to
 the context -- what timesfm's own decoding does beyond one patch, but with the block fixed, so step
@@ -26,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from _protocol import serve
+from _protocol import asked_levels, native_indices, serve
 
 VERSIONS = {"1.0": {"context_len": 512, "use_positional_embedding": True},
             "2.0": {"context_len": 2048, "use_positional_embedding": False}}
@@ -76,18 +80,29 @@ def load(weights: str | None, options: dict[str, Any]):
         values = np.where(inputs["mask"][:, 0], inputs["values"][:, 0], np.nan).astype(np.float64)
         if not np.isfinite(values).any(axis=1).all():
             raise ValueError("a context with no observed value cannot be forecast")
-        h, blocks = int(args["horizon"]), []
+        levels = asked_levels(args)
+        picked = None if levels is None else native_indices(list(model.quantiles), levels, "TimesFM")
+        h, blocks, quantile_blocks = int(args["horizon"]), [], []
         while sum(b.shape[1] for b in blocks) < h:
-            mean, _ = model.forecast(list(values), freq=[0] * len(values))
+            mean, full = model.forecast(list(values), freq=[0] * len(values))
             block = np.asarray(mean, dtype=np.float64)[:, :OUTPUT_PATCH]
             blocks.append(block)
+            if picked is not None:  # full: [B, horizon, 1 + Q] = the mean, then the model's quantiles
+                full = np.asarray(full, dtype=np.float64)[:, :OUTPUT_PATCH, 1:]
+                if full.shape[2] != len(model.quantiles):
+                    raise ValueError(f"timesfm returned {full.shape[2]} quantiles, expected {len(model.quantiles)}")
+                quantile_blocks.append(full[:, :, picked])
             values = np.concatenate([values, block], axis=1)
-        return {"forecast": np.concatenate(blocks, axis=1)[:, None, :h].astype(np.float32)}
+        result = {"forecast": np.concatenate(blocks, axis=1)[:, None, :h].astype(np.float32)}
+        if picked is not None:
+            result["quantiles"] = np.concatenate(quantile_blocks, axis=1)[:, None, :h]  # [B, 1, H, Q]
+        return result
 
     info = {"timesfm": dist_version("timesfm"), "torch": torch.__version__, "version": name,
             "context_len": context_len, "num_layers": len(layers), "model_dims": model_dims,
             "point": "mean head (point_forecast_mode='mean'), frequency class 0",
-            "rollout": f"fixed {OUTPUT_PATCH}-step blocks, each appended to the context"}
+            "rollout": f"fixed {OUTPUT_PATCH}-step blocks, each appended to the context",
+            "quantile_levels": [float(q) for q in model.quantiles], "quantiles": "the quantile head (same call)"}
     return {"forecast": forecast}, info
 
 
