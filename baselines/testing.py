@@ -122,15 +122,15 @@ def check_forecast_contract(spec: ModelSpec, t: int = 48, h: int = 24, b: int = 
 def _probe_leakage(model, t: int, h: int) -> None:
     """The protocol's leakage probes through the real scoring path, on a small three-subject dataset."""
     from protocols.leakage import probe_forecasting, probe_imputation
-    from protocols.specs import ForecastingSpec, ImputationSpec, SamplingSpec, WindowSpec
+    from protocols.specs import ForecastingSpec, ImputationSpec, SamplingSpec, Setting
     from protocols.splits import loso_folds
     ds = toy_dataset(n_subjects=3, n_samples=2 * (t + h), channels=("a", "b"))
     fold = loso_folds(ds)[0]
-    window = WindowSpec(t, h)
-    spec = ForecastingSpec(windows=(window,), sampling=SamplingSpec(max_windows_per_subject=2))
-    probe_forecasting(model, ds, fold, window, spec, n_windows=2)
+    setting = Setting(t, h)
+    spec = ForecastingSpec(settings=(setting,), sampling=SamplingSpec(max_windows_per_subject=2))
+    probe_forecasting(model, ds, fold, setting, spec, n_windows=2)
     length = max(t, model.capabilities.min_context + 4)
-    probe_imputation(model, ds, fold, ImputationSpec(length=length, warmup=length - 4, points_per_window=2,
+    probe_imputation(model, ds, fold, ImputationSpec(length=length, warmup=length - 4, points_per_segment=2,
                                                      max_windows_per_subject=2), 0.5, seed=0, n_queries=2)
 
 

@@ -1,4 +1,4 @@
-"""A cell: the unit of work (one task, dataset, fold, window, condition, model, seed).
+"""A cell: the unit of work (one task, dataset, fold, setting, condition, model, seed).
 
 ``run_cell`` is a top-level function of a picklable cell, so any executor can run it.  The
 in-process caches below only avoid reloading the same dataset or model twice in one worker;
@@ -40,7 +40,7 @@ class Cell:
     task: str  # a registered task's name (harness.tasks)
     dataset: str  # registered name or folder path
     fold: str  # test subject ("all" for pooled classification)
-    window: str  # "C/H" for forecasting and noise, the segment length otherwise
+    setting: str  # "C/H" (context/horizon) for forecasting and noise, the segment length otherwise
     model: str
     seed: int
     spec: Any  # the task's spec (Task.spec)
@@ -49,6 +49,10 @@ class Cell:
     data_root: str | None = None  # where downloaded datasets live (--data-root)
     cache_dir: str | None = None  # on-disk embedding cache (classification)
     model_options: tuple[tuple[str, Any], ...] = field(default=())
+
+    @property
+    def window(self) -> str:  # deprecated: the earlier name of ``setting``, kept for task plugins
+        return self.setting
 
 
 @lru_cache(maxsize=4)

@@ -12,7 +12,7 @@ from harness.task_registry import all_tasks
 from harness.runner import (
     DEFAULT_OUT, RECORDS_FILE, RunConfig, default_models, execute, parse_model_option,
 )
-from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, SpecError, WindowSpec
+from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, Setting, SpecError
 
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -50,9 +50,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="folder holding downloaded datasets (default: $SOTER_BENCH_DATA)")
     run.add_argument("--models", nargs="+", default=[], metavar="NAME",
                      help="model names (see `python -m harness list models`); default: the task's default models")
-    run.add_argument("--windows", nargs="+", default=None, metavar="C/H",
-                     help="forecasting and noise: context/horizon windows in samples "
-                          "(default: 48/24 72/36 96/48 128/64 for forecasting, 96/48 for noise)")
+    run.add_argument("--settings", "--windows", dest="settings", nargs="+", default=None, metavar="C/H",
+                     help="forecasting and noise: context/horizon settings in samples (the paper's \"windows\"; "
+                          "--windows is accepted too) (default: 48/24 72/36 96/48 128/64 for forecasting, "
+                          "96/48 for noise)")
     run.add_argument("--levels", nargs="+", type=float, default=list(NOISE_LEVELS), metavar="BETA",
                      help="noise: levels beta (default: %(default)s)")
     run.add_argument("--rates", nargs="+", type=float, default=[100 * r for r in MISSING_RATES], metavar="PCT",
@@ -98,7 +99,8 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--dataset", default=None, metavar="NAME|PATH", help="default: the embedded cohort")
     ex.add_argument("--data-root", type=Path, default=None, help="folder holding downloaded datasets")
     ex.add_argument("--models", nargs="+", default=[], metavar="NAME", help="default: the forecasting defaults")
-    ex.add_argument("--window", default="128/64", metavar="C/H")
+    ex.add_argument("--setting", "--window", dest="setting", default="128/64", metavar="C/H",
+                    help="the context/horizon setting of the window (default: %(default)s; --window is accepted too)")
     ex.add_argument("--channels", nargs="+", default=None, metavar="NAME",
                     help="keep these channels only (one channel gives a single-channel example)")
     ex.add_argument("--seed", type=int, default=0, help="window-selection seed")
@@ -188,10 +190,10 @@ def _examples(args: argparse.Namespace) -> int:
     unavailable = [m for m in models if get_spec(m).unavailable_reason(**options.get(m, {}))]
     for m in unavailable:
         print(f"skipped {m}: {get_spec(m).unavailable_reason(**options.get(m, {}))}", file=sys.stderr)
-    window = WindowSpec.parse(args.window)
-    frame = forecast_example(dataset, [m for m in models if m not in unavailable], window, args.seed, options)
+    setting = Setting.parse(args.setting)
+    frame = forecast_example(dataset, [m for m in models if m not in unavailable], setting, args.seed, options)
     safe = "".join(ch if ch.isalnum() or ch in "-._" else "_" for ch in Path(name).name)  # e.g. mitbih:blocks=6
-    stem = "-".join(["forecast-example", safe, f"{window.context}x{window.horizon}",
+    stem = "-".join(["forecast-example", safe, f"{setting.context}x{setting.horizon}",
                      *(["_".join(args.channels)] if args.channels else [])])
     for f in plot_example(frame, args.out / stem):
         print(f)
@@ -213,7 +215,7 @@ def _run(args: argparse.Namespace) -> int:
 
     config = RunConfig(
         task=args.task, datasets=tuple(args.dataset), models=tuple(args.models),
-        windows=tuple(WindowSpec.parse(w) for w in args.windows) if args.windows else None,
+        settings=tuple(Setting.parse(s) for s in args.settings) if args.settings else None,
         out=args.out, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address, seeds=tuple(args.seeds) if args.seeds else None,
         max_windows_per_subject=args.max_windows_per_subject, segment_length=args.segment_length,
         noise_levels=tuple(args.levels),
@@ -329,8 +331,8 @@ def _capabilities(spec) -> str:
     parts = ["+".join(does) or "none", "multivariate" if caps.multivariate else "per channel"]
     if caps.min_context > 1 or caps.max_context is not None:
         parts.append(f"context {caps.min_context}..{caps.max_context if caps.max_context is not None else ''}")
-    if caps.windows is not None:
-        parts.append("windows " + " ".join(f"{c}/{h}" for c, h in caps.windows))
+    if caps.settings is not None:
+        parts.append("settings " + " ".join(f"{c}/{h}" for c, h in caps.settings))
     card = _card(spec.name)
     if card is not None and card.native_horizon:
         parts.append(f"native horizon {card.native_horizon}")

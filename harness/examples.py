@@ -1,4 +1,4 @@
-"""Forecasting examples (the paper's example figures): one window of a dataset, its context, the
+"""Forecasting examples (the paper's example figures): one window of a dataset in one setting, its context, the
 truth and every model's forecast, in the normalised space the protocol scores.
 
 The window is the first one the protocol draws (seed as given) for the first LOSO fold's test
@@ -17,18 +17,18 @@ from harness.figures import _plt, _save
 from models.registry import get_spec
 from protocols.data import Dataset
 from protocols.forecasting import fold_windows, predict_windows
-from protocols.specs import ForecastingSpec, SamplingSpec, WindowSpec
+from protocols.specs import ForecastingSpec, SamplingSpec, Setting
 from protocols.splits import loso_folds
 
 
-def forecast_example(dataset: Dataset, models: list[str], window: WindowSpec, seed: int = 0,
+def forecast_example(dataset: Dataset, models: list[str], setting: Setting, seed: int = 0,
                      options: dict[str, dict] | None = None) -> pd.DataFrame:
-    """Tidy rows (series = context | truth | <model>, channel, time, value) for one window."""
+    """Tidy rows (series = context | truth | <model>, channel, time, value) for one window of ``setting``."""
     fold = loso_folds(dataset)[0]
-    spec = ForecastingSpec(windows=(window,), sampling=SamplingSpec(max_windows_per_subject=1, seed=seed))
-    arrays, _ = fold_windows(dataset, fold, window, spec)
+    spec = ForecastingSpec(settings=(setting,), sampling=SamplingSpec(max_windows_per_subject=1, seed=seed))
+    arrays, _ = fold_windows(dataset, fold, setting, spec)
     if arrays.context.shape[0] == 0:
-        raise ValueError(f"{dataset.name}: no gap-free {window.context}/{window.horizon} window for "
+        raise ValueError(f"{dataset.name}: no gap-free {setting.context}/{setting.horizon} window for "
                          f"{fold.test_subject}")
     rows = []
 
@@ -48,7 +48,7 @@ def forecast_example(dataset: Dataset, models: list[str], window: WindowSpec, se
         first = type(arrays)(arrays.context[:1], arrays.context_times[:1], arrays.target[:1], arrays.target_times[:1])
         add(name, predict_windows(model, first, 1)[0], arrays.target_times[0])
     frame = pd.DataFrame(rows)
-    frame.attrs.update(dataset=dataset.name, subject=fold.test_subject, window=f"{window.context}/{window.horizon}")
+    frame.attrs.update(dataset=dataset.name, subject=fold.test_subject, setting=setting.name)
     return frame
 
 
@@ -73,7 +73,7 @@ def plot_example(frame: pd.DataFrame, path: Path) -> list[Path]:
     axes[-1, 0].set_xlabel("time (s)")
     axes[0, 0].legend(fontsize=7, ncol=min(4, len(models) + 2), loc="upper left")
     a = frame.attrs
-    fig.suptitle(f"{a.get('dataset', '')}: subject {a.get('subject', '')}, window {a.get('window', '')}", fontsize=10)
+    fig.suptitle(f"{a.get('dataset', '')}: subject {a.get('subject', '')}, setting {a.get('setting', '')}", fontsize=10)
     fig.tight_layout()
     files = _save(fig, path)
     plt.close(fig)

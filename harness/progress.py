@@ -63,8 +63,8 @@ class Progress:
                          bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
         self._started = time.perf_counter()
 
-    def running(self, model: str, dataset: str, window: str) -> None:
-        self._now = f"{model} on {dataset} {window}"
+    def running(self, model: str, dataset: str, setting: str) -> None:
+        self._now = f"{model} on {dataset} {setting}"
         self._refresh()
 
     def finished(self, model: str, seconds: float | None) -> None:

@@ -7,7 +7,7 @@ paper tables (:func:`compare`); :func:`write_report` renders our task tables and
 renderer as ``run``), one comparison file per paper table, and ``REPORT.md``, and returns a
 :class:`Report` whose text is the summary ``harness report`` prints.  One unit everywhere: every
 RMSE, MAE, Macro-F1 and Macro-AUROC is x100 (``tables.SCALE``), ours and the paper's alike (the
-paper printed its per-window and imputation tables unscaled; they are rescaled here), shown with two
+paper printed its per-setting and imputation tables unscaled; they are rescaled here), shown with two
 decimals.  A cell this run lacks is listed as missing with the reason; it is never filled from the
 paper.
 
@@ -58,13 +58,13 @@ WHY_NOT = {
 }
 STUDY_CAPTIONS = {
     "tab:ablation": "Ablation (this run's study): zero-shot forecasting RMSE and MAE in normalised space, x100, mean "
-                    "± std over windows (folds pooled); one row per variant, all trained with one recipe and budget.",
+                    "± std over settings (folds pooled); one row per variant, all trained with one recipe and budget.",
     "tab:corpus_matched": "Corpus-matched comparison (this run's study): SOTER and Chronos-2 trained from scratch on "
                           "the same corpus with the same budget, and the released Chronos2-Small; zero-shot "
-                          "forecasting RMSE and MAE in normalised space, x100, mean ± std over windows (folds pooled).",
+                          "forecasting RMSE and MAE in normalised space, x100, mean ± std over settings (folds pooled).",
     "tab:pretraining_exposure": "Cumulative pre-training exposure (this run's study): the checkpoints kept at each "
                                 "share of one pre-training run's steps; zero-shot forecasting RMSE and MAE in "
-                                "normalised space, x100, mean ± std over windows (folds pooled).",
+                                "normalised space, x100, mean ± std over settings (folds pooled).",
 }
 DFT_NAMES = {"fast": "Parallel Prefix", "loop": "For Loop"}  # our dft_impl -> the paper's row name
 RK4_TOLERANCE = 1e-5  # rk4 ignores tolerances: our one rk4 run per DFT stands beside the paper's rk4 row at this one
@@ -275,8 +275,9 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
 
 
 # -- the training studies' tables --------------------------------------------------------------------
-TEXT_COLUMNS = ("task", "dataset", "fold", "window", "condition", "model", "status", "error", "details", "variant",
-                "variant_label")
+# "window": the setting column of study files written before issue #17 (read_study renames it)
+TEXT_COLUMNS = ("task", "dataset", "fold", "setting", "window", "condition", "model", "status", "error", "details",
+                "variant", "variant_label")
 
 
 def find_study_outputs(root: Path, out: Path | None = None) -> dict[str, list[Path]]:
@@ -299,8 +300,10 @@ def read_study(label: str, path: Path) -> pd.DataFrame:
         frame = pd.DataFrame()
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path} is not readable ({exc})") from exc
+    if "window" in frame.columns and "setting" not in frame.columns:  # written before issue #17 renamed it
+        frame = frame.rename(columns={"window": "setting"})
     needs = (("dft_impl", "solver", "tolerance", "rmse", "mae", "step_seconds", "dataset") if label == "tab:sensitivity"
-             else ("variant_label", "task", "dataset", "window", "condition", "status", "sse", "sae", "n_points"))
+             else ("variant_label", "task", "dataset", "setting", "condition", "status", "sse", "sae", "n_points"))
     lacking = [c for c in needs if c not in frame.columns]
     if frame.empty:
         raise ValueError(f"{path} has no rows (no variant had been trained when the study was evaluated)")
@@ -328,8 +331,8 @@ def study_table(label: str, frame: pd.DataFrame) -> Table:
 
     f = _by_variant(frame)
     f = f.assign(dataset=f["dataset"].map(lambda d: DATASETS.get(d, d)))
-    # a training study is a forecasting study (its variants evaluated zero-shot on the forecasting
-    # windows): its table is the forecasting table, one row per variant, under the study's caption
+    # a training study is a forecasting study (its variants evaluated zero-shot in the forecasting
+    # settings): its table is the forecasting table, one row per variant, under the study's caption
     return get_task("forecasting").table(f, list(dict.fromkeys(f["model"])), None, STUDY_CAPTIONS[label])
 
 
@@ -341,10 +344,10 @@ def _sensitivity_label(row, rk4_tolerance: bool = False) -> str:
     return f"{dft}, {row['solver']}, {_tolerance(tol)}"
 
 
-def _sensitivity_window(frame: pd.DataFrame) -> pd.Series:
+def _sensitivity_setting(frame: pd.DataFrame) -> pd.Series:
     if {"context", "horizon"} <= set(frame.columns):
         return frame["context"].map(lambda c: f"{int(c)}") + "/" + frame["horizon"].map(lambda h: f"{int(h)}")
-    return pd.Series("window not recorded", index=frame.index)
+    return pd.Series("setting not recorded", index=frame.index)
 
 
 def _dataset(name: str) -> str:
@@ -364,7 +367,7 @@ def _sensitivity_table(frame: pd.DataFrame) -> Table:
             ok = np.isfinite(value)
             entries[(name, col)] = Entry(float(value), np.nan, int(ok), 1, "ok" if ok else "error")
     first = frame.iloc[0]
-    how = (f"{int(first['samples'])} windows of {_sensitivity_window(frame).iloc[0]}, seed {int(first['seed'])}, "
+    how = (f"{int(first['samples'])} windows of {_sensitivity_setting(frame).iloc[0]}, seed {int(first['seed'])}, "
            if {"samples", "seed", "context", "horizon"} <= set(frame.columns) else "")
     steps = " or ".join(str(int(s)) for s in dict.fromkeys(frame["steps"])) if "steps" in frame.columns else "?"
     caption = (f"Sensitivity (this run's study): DFT implementation x solver x tolerance, zero-shot forecasting on "
@@ -380,11 +383,11 @@ def study_cells(label: str, frame: pd.DataFrame) -> pd.DataFrame:
         cells = our_cells(_by_variant(frame))
         return cells[cells["table"] == "tab:main_results"].assign(table=label)
     rows = []
-    windows = _sensitivity_window(frame)
+    settings = _sensitivity_setting(frame)
     for i, r in frame.iterrows():
         base = {"table": label, "model": r.get("variant", ""), "method": _sensitivity_label(r, rk4_tolerance=True),
                 "dataset": _dataset(r["dataset"]), "ours_std": np.nan, "reason": ""}
-        for metric, condition, value in (("RMSE", windows[i], r["rmse"] * SCALE), ("MAE", windows[i], r["mae"] * SCALE),
+        for metric, condition, value in (("RMSE", settings[i], r["rmse"] * SCALE), ("MAE", settings[i], r["mae"] * SCALE),
                                          ("latency_s_per_step", "", r["step_seconds"])):
             rows.append({**base, "metric": metric, "condition": condition, "ours": float(value),
                          "status": "ok" if np.isfinite(value) else "error"})

@@ -18,7 +18,7 @@ from models.registry import get_spec
 from harness.task_registry import get_task
 from protocols.data import dataset_fingerprint
 from protocols.datasets import all_datasets, is_path_like, load_dataset, resolve_data_root
-from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, SpecError, WindowSpec
+from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, Setting, SpecError
 
 DEFAULT_OUT = Path("results/runs/default")
 RECORDS_FILE = "records.csv"
@@ -35,7 +35,7 @@ class RunConfig:
     task: str = "forecasting"  # a registered task (harness.tasks.TASKS)
     datasets: tuple[str, ...] = ()  # empty: the default datasets
     models: tuple[str, ...] = ()  # empty: every default model of the task
-    windows: tuple[WindowSpec, ...] | None = None  # forecasting: the paper's four; noise: 96/48
+    settings: tuple[Setting, ...] | None = None  # --settings (context/horizon): forecasting: the paper's four; noise: 96/48
     out: Path = DEFAULT_OUT
     jobs: int = 1  # local worker processes; with --executor ray: CPUs of the local Ray instance
     executor: str = "local"  # --executor local | ray
@@ -248,7 +248,7 @@ def _check_weights_path(model: str, value: str) -> None:
 
 
 def _task_points(config: RunConfig, spec) -> list[tuple[str, str, float | None]]:
-    """(window, condition, level) combinations of the task."""
+    """(setting, condition, level) combinations of the task."""
     return config.task_object.points(spec)
 
 
@@ -290,12 +290,12 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
                 options = _model_options(config, model, device)
                 if model not in identities:
                     identities[model] = "" if model in task.model_free else get_spec(model).identity(**dict(options))
-                for window, condition, level in task.points(spec):
+                for setting, condition, level in task.points(spec):
                     for fold in folds:
-                        cell = Cell(config.task, resolved, fold, window, model, seed, spec, condition, level,
+                        cell = Cell(config.task, resolved, fold, setting, model, seed, spec, condition, level,
                                     data_root=str(root) if root else None,
                                     cache_dir=str(Path(config.out).resolve() / "cache"), model_options=options)
-                        fields = {"task": config.task, "dataset": label, "fold": fold, "window": window,
+                        fields = {"task": config.task, "dataset": label, "fold": fold, "setting": setting,
                                   "condition": condition, "model": model, "seed": seed, "protocol": protocol}
                         fields["key"] = row_key(identities[model], **fields)
                         cells.append((cell, fields))
@@ -372,7 +372,7 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
                     summary.skipped_done += 1
                     bar.skipped(cell.model)
                     continue
-            bar.running(cell.model, str(fields["dataset"]), cell.window)
+            bar.running(cell.model, str(fields["dataset"]), cell.setting)
             yield cell
 
     try:

@@ -1,7 +1,7 @@
 """The statistics part of the report: leaderboard, significance marks, bootstrap intervals,
 critical-difference diagram and error-by-horizon curves, from records and their per-window errors.
 
-Cells are (dataset, window, condition) for the error tasks that score windows (forecasting, noise).
+Cells are (dataset, setting, condition) for the error tasks that score windows (forecasting, noise).
 A cell's score is the table's: folds pooled exactly, averaged over seeds; a model that did not finish
 every fold of a cell has no score there (counted in ``cells_completed``, never ranked on it).
 Paired tests and intervals need the per-window errors (``harness.window_store``); records written
@@ -31,7 +31,7 @@ def stat_tasks() -> tuple[str, ...]:
 
 BASELINE = "seasonal-naive"
 METRICS = {"rmse": "RMSE", "mae": "MAE"}
-CELL = ["dataset", "window", "condition"]
+CELL = ["dataset", "setting", "condition"]  # setting: context/horizon, e.g. 96/48
 
 
 @dataclass
@@ -44,7 +44,7 @@ class Statistics:
 
 # -- scores per cell ------------------------------------------------------------------------
 def cell_scores(frame: pd.DataFrame, task: str, metric: str = "rmse") -> pd.DataFrame:
-    """Rows (dataset, window, condition), one column per model: the pooled metric, mean over seeds;
+    """Rows (dataset, setting, condition), one column per model: the pooled metric, mean over seeds;
     NaN where the model did not complete every fold of every seed."""
     per = pooled(frame, task)
     if per.empty:
@@ -145,7 +145,7 @@ def significance_grid(sig: pd.DataFrame) -> pd.DataFrame:
     def text(r) -> str:
         mark = "*" if r["model"] == r["reference"] else ("=" if r["not_worse"] else "")
         return f"{r['value'] * SCALE:.2f} [{r['ci_low'] * SCALE:.2f}, {r['ci_high'] * SCALE:.2f}]{mark}"
-    sig = sig.assign(cell=sig["dataset"] + " " + sig["window"] + _condition_suffix(sig), text=sig.apply(text, axis=1))
+    sig = sig.assign(cell=sig["dataset"] + " " + sig["setting"] + _condition_suffix(sig), text=sig.apply(text, axis=1))
     return sig.pivot(index="model", columns="cell", values="text").fillna("")
 
 
@@ -198,7 +198,7 @@ def leaderboard(frame: pd.DataFrame, windows: dict[tuple, dict[str, CellWindows]
 
 # -- figures -----------------------------------------------------------------------------------
 def horizon_figure(windows: dict[tuple, dict[str, CellWindows]], path_stem: Path) -> list[Path]:
-    """RMSE against horizon step, one panel per (dataset, window) of the clean condition."""
+    """RMSE against horizon step, one panel per (dataset, setting) of the clean condition."""
     from harness.figures import _plt, _save
 
     cells = sorted(c for c in windows if c[2] == "clean")

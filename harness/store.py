@@ -1,6 +1,6 @@
 """Append-only CSV record store that survives crashes and concurrent runs.
 
-One row per (task, dataset, fold, window, condition, model, seed, protocol).  Each row
+One row per (task, dataset, fold, setting, condition, model, seed, protocol).  Each row
 is appended with one write and fsync'd, so a run killed at any moment leaves every
 finished row intact; a final line without its newline (a write cut short) is dropped
 when the file is opened.  Every read and append holds an exclusive ``flock`` on the file,
@@ -8,6 +8,10 @@ so two runs writing into one ``--out`` interleave whole rows and never write two
 ``refresh`` picks up rows another run appended, so a cell finished there is not recomputed
 here.  A damaged file is refused with its line number; ``repair_store`` (``harness repair``)
 keeps the valid rows and moves the rest aside.  Column meanings: docs/records.md.
+
+Files written before issue #17 name the ``setting`` column ``window`` (:data:`LEGACY_COLUMNS`): only the
+name differs, so they are read as they are (the column is ``setting`` in every frame) and new rows are
+appended to them unchanged; the header is never rewritten under another run that may be reading it.
 """
 
 from __future__ import annotations
@@ -30,12 +34,18 @@ if TYPE_CHECKING:  # pandas is imported on use: `python -m harness --help` does 
     import pandas as pd
 
 COLUMNS: tuple[str, ...] = (
-    "key", "task", "dataset", "fold", "window", "condition", "model", "seed", "protocol",
+    "key", "task", "dataset", "fold", "setting", "condition", "model", "seed", "protocol",
     "status", "rmse", "mae", "sse", "sae", "n_points", "macro_f1", "macro_auroc", "n_windows",
     "skipped_missing", "short_recordings", "details", "error", "seconds", "model_info", "code_version",
     "finished_at",
 )
-KEY_FIELDS: tuple[str, ...] = ("task", "dataset", "fold", "window", "condition", "model", "seed", "protocol")
+# the header of files written before issue #17 renamed the context/horizon column: same columns, same order
+LEGACY_COLUMNS: tuple[str, ...] = tuple("window" if c == "setting" else c for c in COLUMNS)
+HEADERS: tuple[tuple[str, ...], ...] = (COLUMNS, LEGACY_COLUMNS)  # the headers a records file may have
+KEY_FIELDS: tuple[str, ...] = ("task", "dataset", "fold", "setting", "condition", "model", "seed", "protocol")
+# the names the key hash spells the fields with: ``setting`` was ``window`` before issue #17, and the hash
+# keeps the old spelling so that every key (and so every finished row of an existing records file) is unchanged
+KEY_NAMES: dict[str, str] = {"setting": "window"}
 STATUSES = ("ok", "error", "unavailable")
 NUMERIC = ("rmse", "mae", "sse", "sae", "macro_f1", "macro_auroc", "seconds")
 INTEGER = ("n_points", "n_windows", "skipped_missing", "short_recordings", "seed")
@@ -45,10 +55,12 @@ def row_key(model_id: str = "", **fields: object) -> str:
     """The row's identity. ``model_id`` (``ModelSpec.identity``: a digest of the model's weights and
     options) enters only when non-empty, so rows of models without weights keep their keys, while a
     row computed with other weights, or written before weights were part of the key, never matches."""
+    if "setting" not in fields and "window" in fields:  # the field's name before issue #17
+        fields["setting"] = fields.pop("window")
     missing = [f for f in KEY_FIELDS if f not in fields]
     if missing:
         raise ValueError(f"row key needs {missing}")
-    text = "|".join(f"{f}={fields[f]}" for f in KEY_FIELDS) + (f"|model_id={model_id}" if model_id else "")
+    text = "|".join(f"{KEY_NAMES.get(f, f)}={fields[f]}" for f in KEY_FIELDS) + (f"|model_id={model_id}" if model_id else "")
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
@@ -171,7 +183,7 @@ def _parse(data: bytes, path: Path, header: bool, line_base: int) -> Iterator[di
     reader = csv.reader(io.StringIO(text))
     if header:
         names = next(reader, None)
-        if names is not None and tuple(names) != COLUMNS:
+        if names is not None and tuple(names) not in HEADERS:
             raise RecordStoreError(
                 f"{path}: unexpected columns {names}; this file was written by another "
                 "version of soter-bench (move it away or use another --out)"
@@ -290,7 +302,7 @@ def repair_store(path: Path) -> RepairReport:
         fcntl.flock(fd, fcntl.LOCK_EX)
         data = os.pread(fd, os.fstat(fd).st_size, 0)
         kept, rejected = _split_valid(data)
-        if not rejected and data.startswith(_csv_line(COLUMNS).encode()) and data.endswith(b"\n"):
+        if not rejected and any(data.startswith(_csv_line(h).encode()) for h in HEADERS) and data.endswith(b"\n"):
             return RepairReport(path, len(kept), 0, None, None)
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
         backup = path.with_name(f"{path.name}.damaged-{stamp}")
@@ -308,7 +320,7 @@ def repair_store(path: Path) -> RepairReport:
 def _split_valid(data: bytes, max_record_lines: int = 64) -> tuple[list[bytes], list[bytes]]:
     """(valid row records, rejected chunks) of a records file's bytes; the header is neither."""
     lines = data.splitlines(keepends=True)
-    if lines and lines[0].rstrip(b"\r\n") == _csv_line(COLUMNS).rstrip("\n").encode():
+    if lines and lines[0].rstrip(b"\r\n") in {_csv_line(h).rstrip("\n").encode() for h in HEADERS}:
         lines = lines[1:]
     kept: list[bytes] = []
     rejected: list[bytes] = []

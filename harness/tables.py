@@ -7,8 +7,8 @@ its replicates and captions from the task registry.  A task's own layout is its 
 
 Error metrics: the folds of one replicate are pooled exactly (RMSE = sqrt(sum SSE / sum N),
 MAE = sum SAE / sum N over every scored point of every fold); a table cell is the mean and sample
-std over replicates, x 100.  Replicates are the task's ``replicates`` (the windows for forecasting,
-as the paper; windows x seeds for noise; the seeds for imputation).  A replicate counts only when
+std over replicates, x 100.  Replicates are the task's ``replicates`` (the settings, context/horizon,
+for forecasting, as the paper; settings x seeds for noise; the seeds for imputation).  A replicate counts only when
 every one of its folds finished ``ok``; a cell built from fewer replicates than were requested
 carries a dagger and a note.
 """
@@ -69,7 +69,8 @@ def _error_task(task: str):
 def pooled(frame: pd.DataFrame, task: str) -> pd.DataFrame:
     """One row per (dataset, model, condition, replicate): folds pooled, completeness kept."""
     rows = frame[frame["task"] == task]
-    reps = list(_error_task(task).replicates)
+    # a task plugin written before issue #17 may still name the setting column "window"
+    reps = ["setting" if r == "window" else r for r in _error_task(task).replicates]
     out = []
     for keys, g in rows.groupby(["dataset", "model", "condition", *reps], sort=False):
         ok = g[g["status"] == "ok"]
@@ -187,7 +188,7 @@ def _cell(entry: Entry | None, style: str, rank: int | None) -> str:
     if entry.status != "ok":
         return entry.status
     mean = f"{entry.mean:.2f}"
-    # a spread needs two samples: one window or one seed has none, and "±0.00" would claim zero variance
+    # a spread needs two samples: one setting or one seed has none, and "±0.00" would claim zero variance
     std = f"{entry.std:.2f}" if entry.replicates > 1 and np.isfinite(entry.std) else None
     dagger = {"text": "+", "markdown": "†", "latex": r"^{\dagger}"}[style] if entry.partial else ""
     if style == "text":

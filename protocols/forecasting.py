@@ -1,4 +1,4 @@
-"""The zero-shot forecasting protocol for one (dataset, fold, window, model) cell."""
+"""The zero-shot forecasting protocol for one (dataset, fold, setting, model) cell."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from protocols.data import Dataset
 from protocols.interface import Model, SeriesBatch
 from protocols.metrics import ErrorSums, WindowErrors, error_sums, window_errors
 from protocols.scaling import fit_fold_scaler
-from protocols.specs import ForecastingSpec, WindowSpec
+from protocols.specs import ForecastingSpec, Setting
 from protocols.splits import Fold
 from protocols.windows import WindowArrays, WindowSelection, extract, select_windows
 
@@ -27,10 +27,10 @@ class ForecastOutcome:
     windows: WindowErrors | None = None  # per-window statistics (None: nothing was scored)
 
 
-def fold_windows(dataset: Dataset, fold: Fold, window: WindowSpec, spec: ForecastingSpec) -> tuple[WindowArrays, WindowSelection]:
-    """Normalised test windows of a fold; the scaler sees the training subjects only."""
-    selection = select_windows(dataset, fold.test_subject, window, spec.sampling)
-    raw = extract(dataset, selection.windows, window)
+def fold_windows(dataset: Dataset, fold: Fold, setting: Setting, spec: ForecastingSpec) -> tuple[WindowArrays, WindowSelection]:
+    """Normalised test windows of a fold in one setting; the scaler sees the training subjects only."""
+    selection = select_windows(dataset, fold.test_subject, setting, spec.sampling)
+    raw = extract(dataset, selection.windows, setting)
     scaler = fit_fold_scaler(dataset, fold)
     arrays = WindowArrays(
         context=scaler.transform(raw.context),
@@ -67,12 +67,12 @@ def _predict(model: Model, arrays: WindowArrays, batch_size: int,
 
 
 def evaluate_forecasting(
-    model: Model, dataset: Dataset, fold: Fold, window: WindowSpec, spec: ForecastingSpec,
+    model: Model, dataset: Dataset, fold: Fold, setting: Setting, spec: ForecastingSpec,
     corrupt_context: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> ForecastOutcome:
     """Score one cell.  ``corrupt_context`` (noise robustness) alters what the model sees,
     never the target it is scored against."""
-    arrays, selection = fold_windows(dataset, fold, window, spec)
+    arrays, selection = fold_windows(dataset, fold, setting, spec)
     clean_context = arrays.context  # MASE's scale: the in-sample error on the data, not on the noise added
     if corrupt_context is not None:
         arrays = dataclasses.replace(arrays, context=corrupt_context(arrays.context))

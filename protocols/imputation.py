@@ -3,7 +3,7 @@
 Protocol (docs/protocols.md): segments of ``length`` samples are drawn from the test subject
 (seeded, the same segments for every seed and rate); each (channel, position) at or after
 ``warmup`` is missing independently with the missing rate (seeded by the run seed); per
-segment up to ``points_per_window`` positions that hold a missing value are scored.  For a
+segment up to ``points_per_segment`` positions that hold a missing value are scored.  For a
 scored position i the model receives samples [0, i) with their mask (missing values
 zero-filled and flagged, timestamps kept) and the query time t_i, and returns every channel
 at t_i; the channels missing at i are scored.  No write-back: a prediction never becomes
@@ -65,7 +65,7 @@ def build_task(dataset: Dataset, fold: Fold, spec: ImputationSpec, rate: float,
     queries = []
     for b in range(values.shape[0]):
         candidates = np.flatnonzero(~observed[b].all(axis=0))
-        picked = rng.choice(candidates, min(spec.points_per_window, candidates.size), replace=False)
+        picked = rng.choice(candidates, min(spec.points_per_segment, candidates.size), replace=False)
         queries.extend((b, int(i)) for i in np.sort(picked))
     return ImputationTask(values, times, observed, tuple(queries)), selection
 

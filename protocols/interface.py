@@ -38,17 +38,27 @@ class Capabilities:
     multivariate: bool = False  # False: the harness feeds one channel at a time
     min_context: int = 1
     max_context: int | None = None
-    # (context, horizon) pairs the model supports; None means any.
-    windows: tuple[tuple[int, int], ...] | None = None
+    # (context, horizon) settings the model supports; None means any.
+    settings: tuple[tuple[int, int], ...] | None = None
     # forecasts quantiles too (``_forecast_quantiles``): the protocol then scores CRPS and weighted quantile loss
     quantiles: bool = False
+    windows: tuple[tuple[int, int], ...] | None = None  # deprecated: the earlier name of ``settings``
 
-    def supports_window(self, context: int, horizon: int) -> bool:
+    def __post_init__(self) -> None:
+        if self.windows is not None and self.settings is not None and tuple(self.windows) != tuple(self.settings):
+            raise ValueError("Capabilities: windows is the earlier name of settings; give one of them")
+        both = self.settings if self.settings is not None else self.windows
+        object.__setattr__(self, "settings", both)  # either name reads the same
+        object.__setattr__(self, "windows", both)
+
+    def supports_setting(self, context: int, horizon: int) -> bool:
         if context < self.min_context:
             return False
-        if self.windows is not None and (context, horizon) not in self.windows:
+        if self.settings is not None and (context, horizon) not in self.settings:
             return False
         return True
+
+    supports_window = supports_setting  # deprecated: the earlier name
 
 
 @dataclass(frozen=True)

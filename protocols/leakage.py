@@ -27,7 +27,7 @@ from protocols.data import Dataset
 from protocols.forecasting import fold_windows, predict_windows
 from protocols.imputation import build_task, impute_queries
 from protocols.interface import Model, SeriesBatch
-from protocols.specs import ForecastingSpec, ImputationSpec, WindowSpec
+from protocols.specs import ForecastingSpec, ImputationSpec, Setting
 from protocols.splits import Fold
 from protocols.windows import WindowArrays
 
@@ -71,18 +71,18 @@ def _check(model: Model, what: str, alone: np.ndarray, alone_ref: np.ndarray, ba
                            f"rtol={rtol:g}, atol={atol:g})")
 
 
-def probe_forecasting(model: Model, dataset: Dataset, fold: Fold, window: WindowSpec, spec: ForecastingSpec,
+def probe_forecasting(model: Model, dataset: Dataset, fold: Fold, setting: Setting, spec: ForecastingSpec,
                       n_windows: int = 3, tolerance: tuple[float, float] | None = None) -> None:
     """Each probed window twice: alone (exact: a side channel such as a handle on the data moves it),
     and in its batch, whose other windows legitimately see the perturbed values (within ``tolerance``,
     default ``probe_tolerance``: a model pooling across rows would move it by far more)."""
     tolerance = tolerance if tolerance is not None else probe_tolerance(model)
-    arrays, selection = fold_windows(dataset, fold, window, spec)
+    arrays, selection = fold_windows(dataset, fold, setting, spec)
     reference = predict_windows(model, arrays, spec.batch_size)
     for k, ref in enumerate(selection.windows[:n_windows]):
         alone_ref = predict_windows(model, _one(arrays, k), 1)[0]
-        with _perturbed_after(dataset, ref.recording, ref.start + window.context, seed=k):
-            again, _ = fold_windows(dataset, fold, window, spec)
+        with _perturbed_after(dataset, ref.recording, ref.start + setting.context, seed=k):
+            again, _ = fold_windows(dataset, fold, setting, spec)
             moved = predict_windows(model, again, spec.batch_size)[k]
             alone = predict_windows(model, _one(again, k), 1)[0]
         _check(model, f"forecast of window {k}", alone, alone_ref, moved, reference[k], tolerance)

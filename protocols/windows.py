@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 
 from protocols.data import Dataset, Recording
-from protocols.specs import SamplingSpec, WindowSpec
+from protocols.specs import SamplingSpec, Setting
 
 GAP_FACTOR = 1.5  # a time step longer than 1.5 sample periods is a gap: one lost sample already makes it 2
 
@@ -103,11 +103,11 @@ def select_segments(
 
 
 def select_windows(
-    dataset: Dataset, subject: str, window: WindowSpec, sampling: SamplingSpec
+    dataset: Dataset, subject: str, setting: Setting, sampling: SamplingSpec
 ) -> WindowSelection:
-    """Forecasting windows (context + horizon) of one test subject."""
-    return select_segments(dataset, subject, window.length, sampling.stride_for(window), sampling,
-                           tag=f"{window.context}|{window.horizon}")
+    """Forecasting windows (context + horizon of the setting) of one test subject."""
+    return select_segments(dataset, subject, setting.length, sampling.stride_for(setting), sampling,
+                           tag=f"{setting.context}|{setting.horizon}")
 
 
 def extract_segments(dataset: Dataset, refs: tuple[WindowRef, ...], length: int) -> tuple[np.ndarray, np.ndarray]:
@@ -121,8 +121,8 @@ def extract_segments(dataset: Dataset, refs: tuple[WindowRef, ...], length: int)
     return values, times
 
 
-def extract(dataset: Dataset, refs: tuple[WindowRef, ...], window: WindowSpec) -> WindowArrays:
-    """Raw (unnormalised) arrays for the selected windows, split into context and target."""
-    values, times = extract_segments(dataset, refs, window.length)
-    c = window.context
+def extract(dataset: Dataset, refs: tuple[WindowRef, ...], setting: Setting) -> WindowArrays:
+    """Raw (unnormalised) arrays for the selected windows, split into the setting's context and target."""
+    values, times = extract_segments(dataset, refs, setting.length)
+    c = setting.context
     return WindowArrays(values[:, :, :c], times[:, :c], values[:, :, c:], times[:, c:])

@@ -13,7 +13,7 @@ import pytest
 
 from protocols.data import FLOAT32_MAX, Dataset, DatasetError, Recording
 from protocols.datasets.folder import load_folder_dataset, write_folder_dataset
-from protocols.specs import SamplingSpec, WindowSpec
+from protocols.specs import SamplingSpec, Setting
 from protocols.windows import GAP_FACTOR, extract, select_windows
 from tests.conftest import make_dataset
 from tests.test_datasets_folder import _error  # the folder loader's error message, one helper for both files
@@ -106,7 +106,7 @@ def _max_step(arrays) -> float:
 
 def test_a_time_jump_is_never_inside_a_window_and_the_skips_are_counted(tmp_path):
     """The issue's case through a user folder: a 100 s jump; the same recording without it gives all windows."""
-    w, sampling = WindowSpec(48, 24), SamplingSpec(max_windows_per_subject=100)
+    w, sampling = Setting(48, 24), SamplingSpec(max_windows_per_subject=100)
     plain = make_dataset(n_subjects=2, n_samples=200)  # 10 Hz
     write_folder_dataset(_with_jump(plain, after=99, seconds=100.0), tmp_path / "jump")
     jumped = load_folder_dataset(tmp_path / "jump")
@@ -121,7 +121,7 @@ def test_a_time_jump_is_never_inside_a_window_and_the_skips_are_counted(tmp_path
 def test_exactly_the_windows_with_a_step_beyond_the_tolerance_are_skipped():
     """Stride 1: every window containing the step (context, target or the step between them) goes, no other."""
     ds = make_dataset(n_subjects=2, n_samples=200)
-    w = WindowSpec(48, 24)
+    w = Setting(48, 24)
     jumped = _with_jump(ds, after=99, seconds=0.1 * (GAP_FACTOR - 1) + 1e-9)  # just beyond 1.5 periods
     sel = select_windows(jumped, "S00", w, SamplingSpec(max_windows_per_subject=1000, stride=1))
     rec = jumped.recordings[0]
@@ -138,12 +138,12 @@ def test_a_window_with_both_a_gap_and_a_missing_value_is_counted_once():
     values[0, 130] = np.nan  # in the windows starting at 72, 96, 120; the jump is in those at 48, 72, 96
     recs = (dataclasses.replace(ds.recordings[0], values=values),) + ds.recordings[1:]
     both = Dataset(ds.name, ds.channels, recs, ds.sampling_rate, ds.label_names)
-    sel = select_windows(both, "S00", WindowSpec(48, 24), SamplingSpec(max_windows_per_subject=100))
+    sel = select_windows(both, "S00", Setting(48, 24), SamplingSpec(max_windows_per_subject=100))
     assert sel.skipped_missing == 4 and [r.start for r in sel.windows] == [0, 24]
 
 
 def test_without_a_declared_rate_timestamps_are_irregular_and_no_window_is_skipped():
     ds = _with_jump(make_dataset(n_subjects=2, n_samples=200), after=99, seconds=100.0)
     irregular = Dataset(ds.name, ds.channels, ds.recordings, None, ds.label_names)
-    sel = select_windows(irregular, "S00", WindowSpec(48, 24), SamplingSpec(max_windows_per_subject=100))
+    sel = select_windows(irregular, "S00", Setting(48, 24), SamplingSpec(max_windows_per_subject=100))
     assert len(sel.windows) == 6 and sel.skipped_missing == 0

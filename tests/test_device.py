@@ -13,7 +13,7 @@ from harness.cli import main
 from harness.runner import RunConfig, plan, resolve_device
 from harness.store import read_records
 from protocols.datasets.folder import write_folder_dataset
-from protocols.specs import SpecError, WindowSpec
+from protocols.specs import SpecError, Setting
 from tests.conftest import make_dataset
 
 CUDA = torch.cuda.is_available()
@@ -40,7 +40,7 @@ def test_on_a_cpu_machine_auto_is_cpu_and_cuda_is_a_usage_error(folder, tmp_path
     assert main(["run", "forecasting", "--dataset", str(folder), "--models", "last-value", "--device", "cuda",
                  "--out", str(tmp_path / "o"), "--no-progress"]) == 2
     assert "CUDA is not available" in capsys.readouterr().err
-    assert main(["run", "forecasting", "--dataset", str(folder), "--models", "last-value", "--windows", "48/24",
+    assert main(["run", "forecasting", "--dataset", str(folder), "--models", "last-value", "--settings", "48/24",
                  "--max-windows-per-subject", "2", "--out", str(tmp_path / "auto"), "--no-progress"]) == 0
     assert "[device] auto: no CUDA device here, every model runs on the CPU" in capsys.readouterr().err
 
@@ -48,12 +48,12 @@ def test_on_a_cpu_machine_auto_is_cpu_and_cuda_is_a_usage_error(folder, tmp_path
 def test_auto_on_the_cpu_keeps_every_key_and_records_name_the_device(folder, tmp_path):
     def keys(device: str) -> list[str]:
         config = RunConfig(datasets=(str(folder),), models=("last-value", "soter"), out=tmp_path / device,
-                           windows=(WindowSpec(48, 24),), max_windows_per_subject=2, progress=False, device=device)
+                           settings=(Setting(48, 24),), max_windows_per_subject=2, progress=False, device=device)
         return [f["key"] for _, f in plan(config)[0]]
 
     if not CUDA:
         assert keys("auto") == keys("cpu")
-    assert main(["run", "forecasting", "--dataset", str(folder), "--models", "last-value", "--windows", "48/24",
+    assert main(["run", "forecasting", "--dataset", str(folder), "--models", "last-value", "--settings", "48/24",
                  "--max-windows-per-subject", "2", "--device", "cpu", "--out", str(tmp_path / "o"),
                  "--no-progress"]) == 0
     frame = read_records(tmp_path / "o" / "records.csv")

@@ -133,7 +133,7 @@ def test_an_installed_plugin_is_listed(plugin_site):
 def test_an_installed_plugin_runs(plugin_site, tmp_path):
     out = tmp_path / "run"
     proc = _harness(plugin_site, "run", "forecasting", "--models", "plugin-mean", "last-value",
-                    "--max-windows-per-subject", "2", "--windows", "48/24", "--out", str(out), "--no-progress")
+                    "--max-windows-per-subject", "2", "--settings", "48/24", "--out", str(out), "--no-progress")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with open(out / "records.csv", newline="") as f:
         rows = list(csv.DictReader(f))

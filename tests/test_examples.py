@@ -8,13 +8,13 @@ import pandas as pd
 from harness.cli import main
 from harness.examples import forecast_example
 from protocols.datasets.folder import write_folder_dataset
-from protocols.specs import WindowSpec
+from protocols.specs import Setting
 from tests.conftest import make_dataset
 
 
 def test_example_rows_are_the_window_and_the_forecasts():
     ds = make_dataset(n_subjects=3, n_samples=300)
-    frame = forecast_example(ds, ["last-value", "drift"], WindowSpec(32, 8), seed=0)
+    frame = forecast_example(ds, ["last-value", "drift"], Setting(32, 8), seed=0)
     assert set(frame["series"]) == {"context", "truth", "last-value", "drift"}
     for channel in ds.channels:
         part = frame[frame["channel"] == channel]
@@ -22,7 +22,7 @@ def test_example_rows_are_the_window_and_the_forecasts():
         last = part[part["series"] == "last-value"]["value"].to_numpy()
         assert len(context) == 32 and len(last) == 8 and np.allclose(last, context[-1])
         assert (part[part["series"] == "truth"]["time"].to_numpy() == part[part["series"] == "drift"]["time"].to_numpy()).all()
-    assert frame.attrs["subject"] == "S00" and frame.attrs["window"] == "32/8"
+    assert frame.attrs["subject"] == "S00" and frame.attrs["setting"] == "32/8"
 
 
 def test_cli_writes_figure_and_data_and_single_channel_selection(tmp_path, capsys):

@@ -46,7 +46,7 @@ def error_records(task: str) -> pd.DataFrame:
                     err = base * (1 + c) + 0.003 * seed + 0.001 * f
                     n = 50 + 10 * f
                     rows.append(_row(task=task, dataset="cohort", fold=fold, condition=condition, model=model,
-                                     seed=seed, window="96" if task == "imputation" else "96/48", status="ok",
+                                     seed=seed, setting="96" if task == "imputation" else "96/48", status="ok",
                                      sse=err ** 2 * n, sae=0.7 * err * n, n_points=n))
     return _frame(rows)
 
@@ -56,7 +56,7 @@ def classification_records() -> pd.DataFrame:
     for b, budget in enumerate(("budget=1%", "budget=10%", "budget=100%")):
         for seed in (0, 1):
             for model, base in (("stat-features", 0.6), ("random", 0.3)):
-                rows.append(_row(task="classification", dataset="cohort", fold="all", window="128", condition=budget,
+                rows.append(_row(task="classification", dataset="cohort", fold="all", setting="128", condition=budget,
                                  model=model, seed=seed, status="ok", macro_f1=base + 0.1 * b + 0.01 * seed,
                                  macro_auroc=base + 0.2 + 0.05 * b - 0.01 * seed, details=""))
     return _frame(rows)

@@ -27,7 +27,7 @@ TIMING = ["seconds", "finished_at", "code_version"]
 
 
 def _row(fold="S01", status="ok", rmse=0.5, model="m"):
-    fields = dict(task="forecasting", dataset="d", fold=fold, window="48/24", condition="clean",
+    fields = dict(task="forecasting", dataset="d", fold=fold, setting="48/24", condition="clean",
                   model=model, seed=0, protocol="p")
     return {**fields, "key": row_key(**fields), "status": status, "rmse": rmse, "mae": 0.25}
 
@@ -47,7 +47,7 @@ def test_two_processes_creating_200_stores_leave_valid_files(tmp_path):
         from harness.store import RecordStore, row_key
         who = sys.argv[1]
         for i in range(200):
-            fields = dict(task="forecasting", dataset="d", fold=who, window="48/24", condition="clean",
+            fields = dict(task="forecasting", dataset="d", fold=who, setting="48/24", condition="clean",
                           model="m", seed=0, protocol="p")
             RecordStore({str(tmp_path)!r} + f"/s{{i}}.csv").write({{**fields, "status": "ok", "rmse": 0.5}})
     """)
@@ -75,10 +75,10 @@ def test_a_store_sees_rows_another_run_appended(tmp_path):
 def test_a_run_skips_cells_another_run_finished_meanwhile(folder, tmp_path):
     """The runner re-reads the store before each cell: cells done elsewhere are not recomputed."""
     from harness.runner import RunConfig, execute, plan
-    from protocols.specs import WindowSpec
+    from protocols.specs import Setting
 
     config = RunConfig(datasets=(str(folder),), models=("last-value",), out=tmp_path / "o",
-                       windows=(WindowSpec(48, 24),), max_windows_per_subject=4, progress=False)
+                       settings=(Setting(48, 24),), max_windows_per_subject=4, progress=False)
     cells, _ = plan(config)
     other = RecordStore(config.records_path)  # "another run" that finishes every cell first
     for _, fields in cells:
@@ -101,7 +101,7 @@ def test_a_cell_that_kills_its_worker_gets_an_error_row_and_the_pool_goes_on(fol
     alone, so only the culprit's cells become error rows and every other cell finishes ok."""
     out = tmp_path / "o"
     assert main(["run", "forecasting", "--dataset", str(folder), "--models", "test-kills-worker", "last-value",
-                 "--windows", "48/24", "--max-windows-per-subject", "2", "--jobs", "2", "--out", str(out),
+                 "--settings", "48/24", "--max-windows-per-subject", "2", "--jobs", "2", "--out", str(out),
                  "--no-progress"]) == 0
     frame = read_records(out / "records.csv")
     killed = frame[frame.model == "test-kills-worker"]
@@ -144,7 +144,7 @@ def test_workers_exit_after_their_parent_is_killed(tmp_path):
 def test_a_run_started_with_sigint_ignored_still_stops_cleanly(folder, tmp_path, signum, code):
     out = tmp_path / "o"
     argv = [sys.executable, "-m", "harness", "run", "forecasting", "--dataset", str(folder), "--models",
-            "test-slow-last-value", "--windows", "48/24", "72/36", "--max-windows-per-subject", "4",
+            "test-slow-last-value", "--settings", "48/24", "72/36", "--max-windows-per-subject", "4",
             "--out", str(out), "--no-progress"]
 
     def ignore_sigint() -> None:  # what `cmd &` in a non-interactive shell does to its children
@@ -178,7 +178,7 @@ def test_records_are_identical_with_one_and_two_jobs(tmp_path):
     for jobs in (1, 2):
         out = tmp_path / f"jobs{jobs}"
         assert main(["run", "forecasting", "--dataset", str(folder), "--models", "seasonal-naive", "last-value",
-                     "drift", "--windows", "48/24", "72/36", "--max-windows-per-subject", "4", "--jobs", str(jobs),
+                     "drift", "--settings", "48/24", "72/36", "--max-windows-per-subject", "4", "--jobs", str(jobs),
                      "--out", str(out), "--no-progress"]) == 0
         text = pd.read_csv(out / "records.csv", dtype=str, keep_default_na=False)
         frames.append(text.drop(columns=TIMING).sort_values("key").reset_index(drop=True))
@@ -248,7 +248,7 @@ def test_a_failed_write_is_a_clear_error_and_leaves_the_file_valid(tmp_path, mon
 # -- items 7 and 8: cells that cannot be scored are errors with their reason ------------------
 def test_non_finite_metrics_are_error_rows_with_the_reason(folder, tmp_path, capsys):
     out = tmp_path / "o"
-    assert main(["run", "forecasting", "--dataset", str(folder), "--models", "test-overflow", "--windows", "48/24",
+    assert main(["run", "forecasting", "--dataset", str(folder), "--models", "test-overflow", "--settings", "48/24",
                  "--max-windows-per-subject", "2", "--out", str(out), "--no-progress"]) == 0
     frame = read_records(out / "records.csv")
     assert set(frame.status) == {"error"}
@@ -260,7 +260,7 @@ def test_recordings_shorter_than_every_window_give_error_rows_with_the_reason(tm
     path = tmp_path / "short"
     write_folder_dataset(make_dataset(n_subjects=3, n_samples=60), path)
     out = tmp_path / "o"
-    assert main(["run", "forecasting", "--dataset", str(path), "--models", "last-value", "--windows", "48/24",
+    assert main(["run", "forecasting", "--dataset", str(path), "--models", "last-value", "--settings", "48/24",
                  "--out", str(out), "--no-progress"]) == 0
     frame = read_records(out / "records.csv")
     assert set(frame.status) == {"error"}

@@ -16,7 +16,7 @@ from harness.store import RecordStore, read_records
 from models.registry import UnknownOptionError, get_spec
 from protocols.datasets.folder import write_folder_dataset
 from protocols.interface import SeriesBatch, forecast
-from protocols.specs import SpecError, WindowSpec
+from protocols.specs import SpecError, Setting
 from tests.conftest import make_dataset
 
 
@@ -29,7 +29,7 @@ def folder(tmp_path) -> Path:
 
 def _config(folder: Path, out: Path, models: tuple[str, ...], options=(), **kw) -> RunConfig:
     kw.setdefault("max_windows_per_subject", 2)
-    return RunConfig(datasets=(str(folder),), models=models, out=out, windows=(WindowSpec(48, 24),),
+    return RunConfig(datasets=(str(folder),), models=models, out=out, settings=(Setting(48, 24),),
                      progress=False, model_options=tuple(options), **kw)
 
 
@@ -56,7 +56,7 @@ def test_malformed_options_are_usage_errors(item):
 
 
 def _run_cli(folder: Path, tmp_path: Path, models: list[str], *options: str) -> list[str]:
-    argv = ["run", "forecasting", "--dataset", str(folder), "--models", *models, "--windows", "48/24",
+    argv = ["run", "forecasting", "--dataset", str(folder), "--models", *models, "--settings", "48/24",
             "--out", str(tmp_path / "o"), "--no-progress"]
     for option in options:
         argv += ["--model-option", option]

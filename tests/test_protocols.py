@@ -10,7 +10,7 @@ import pytest
 from protocols.data import Dataset, DatasetError, Recording
 from protocols.metrics import ErrorSums, error_sums, mae, mean_std, rmse
 from protocols.scaling import fit_fold_scaler, fit_minmax
-from protocols.specs import PAPER_WINDOWS, ForecastingSpec, SamplingSpec, SpecError, WindowSpec, spec_from_dict
+from protocols.specs import PAPER_SETTINGS, ForecastingSpec, SamplingSpec, SpecError, Setting, spec_from_dict
 from protocols.splits import loso_folds
 from protocols.windows import candidate_starts, extract, select_windows
 from tests.conftest import make_dataset
@@ -18,29 +18,29 @@ from tests.conftest import make_dataset
 
 # -- specs ------------------------------------------------------------------------------
 def test_paper_windows():
-    assert [w.name for w in PAPER_WINDOWS] == ["48/24", "72/36", "96/48", "128/64"]
+    assert [w.name for w in PAPER_SETTINGS] == ["48/24", "72/36", "96/48", "128/64"]
 
 
 @pytest.mark.parametrize("text", ["96", "96/", "a/b", "96/48/2", "-4/2"])
 def test_window_parse_rejects(text):
     with pytest.raises(SpecError):
-        WindowSpec.parse(text)
+        Setting.parse(text)
 
 
 def test_spec_validation():
     with pytest.raises(SpecError):
-        WindowSpec(1, 5)
+        Setting(1, 5)
     with pytest.raises(SpecError):
         SamplingSpec(max_windows_per_subject=0)
     with pytest.raises(SpecError):
-        ForecastingSpec(windows=(WindowSpec(8, 4), WindowSpec(8, 4)))
+        ForecastingSpec(settings=(Setting(8, 4), Setting(8, 4)))
     with pytest.raises(SpecError, match="unknown SamplingSpec field"):
         spec_from_dict(SamplingSpec, {"max_windows": 3})
 
 
 # -- windows ----------------------------------------------------------------------------
 def test_candidate_starts_cover_recording_exactly():
-    w = WindowSpec(48, 24)
+    w = Setting(48, 24)
     starts = candidate_starts(200, w.length, stride=24)
     assert starts.tolist() == [0, 24, 48, 72, 96, 120]
     assert starts[-1] + w.length <= 200 and starts[-1] + 24 + w.length > 200
@@ -49,7 +49,7 @@ def test_candidate_starts_cover_recording_exactly():
 
 def test_window_selection_is_seeded_and_capped():
     ds = make_dataset(n_subjects=2, n_samples=2000)
-    w = WindowSpec(48, 24)
+    w = Setting(48, 24)
     a = select_windows(ds, "S00", w, SamplingSpec(max_windows_per_subject=5, seed=1))
     b = select_windows(ds, "S00", w, SamplingSpec(max_windows_per_subject=5, seed=1))
     c = select_windows(ds, "S00", w, SamplingSpec(max_windows_per_subject=5, seed=2))
@@ -66,23 +66,23 @@ def test_windows_touching_nan_are_skipped_and_counted():
     vals[1, 50] = np.nan
     recs = (dataclasses.replace(ds.recordings[0], values=vals),) + ds.recordings[1:]
     ds2 = Dataset(ds.name, ds.channels, recs, ds.sampling_rate, ds.label_names)
-    sel = select_windows(ds2, "S00", WindowSpec(48, 24), SamplingSpec(max_windows_per_subject=100))
+    sel = select_windows(ds2, "S00", Setting(48, 24), SamplingSpec(max_windows_per_subject=100))
     # starts 0, 24, 48, 72, 96, 120; sample 50 lies in windows starting at 0 and 24 and 48
     assert sel.skipped_missing == 3
     assert [r.start for r in sel.windows] == [72, 96, 120]
-    arr = extract(ds2, sel.windows, WindowSpec(48, 24))
+    arr = extract(ds2, sel.windows, Setting(48, 24))
     assert np.isfinite(arr.context).all() and np.isfinite(arr.target).all()
 
 
 def test_short_recordings_are_counted():
     ds = make_dataset(n_subjects=2, n_samples=100)
-    sel = select_windows(ds, "S00", WindowSpec(128, 64), SamplingSpec())
+    sel = select_windows(ds, "S00", Setting(128, 64), SamplingSpec())
     assert sel.windows == () and sel.short_recordings == 1
 
 
 def test_extract_splits_context_and_target_contiguously():
     ds = make_dataset(n_subjects=2, n_samples=300)
-    w = WindowSpec(48, 24)
+    w = Setting(48, 24)
     sel = select_windows(ds, "S01", w, SamplingSpec(max_windows_per_subject=3))
     arr = extract(ds, sel.windows, w)
     rec = ds.recordings[sel.windows[0].recording]

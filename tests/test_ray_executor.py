@@ -17,7 +17,7 @@ from harness.cli import main
 from harness.runner import RunConfig, execute, resolve_device
 from harness.store import read_records
 from protocols.datasets.folder import write_folder_dataset
-from protocols.specs import SpecError, WindowSpec
+from protocols.specs import SpecError, Setting
 from tests.conftest import make_dataset
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ def _records(out: Path) -> pd.DataFrame:
 
 
 def _argv(folder: Path, out: Path, *extra: str, models=("last-value", "drift", "seasonal-naive")) -> list[str]:
-    return ["run", "forecasting", "--dataset", str(folder), "--models", *models, "--windows", "48/24", "72/36",
+    return ["run", "forecasting", "--dataset", str(folder), "--models", *models, "--settings", "48/24", "72/36",
             "--max-windows-per-subject", "4", "--out", str(out), "--no-progress", *extra]
 
 
@@ -58,7 +58,7 @@ def test_ray_sweep_gives_exactly_the_records_of_a_serial_run(local_ray, folder, 
     assert local_ray.is_initialized()  # joined, not started: left running
     pd.testing.assert_frame_equal(_records(tmp_path / "serial"), _records(tmp_path / "ray"))
     again = execute(RunConfig(datasets=(str(folder),), models=("last-value", "drift", "seasonal-naive"),
-                              windows=(WindowSpec(48, 24), WindowSpec(72, 36)), out=tmp_path / "ray",
+                              settings=(Setting(48, 24), Setting(72, 36)), out=tmp_path / "ray",
                               max_windows_per_subject=4, progress=False, executor="ray"))
     assert again.planned == 3 * 2 * 3 and again.skipped_done == again.planned and again.ran == 0  # cached
 

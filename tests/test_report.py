@@ -33,11 +33,11 @@ def fixed_records() -> pd.DataFrame:
             n = 100 * (w + 1)
             for model, err in (("soter", 0.01 + 0.002 * w + 0.001 * f), ("last-value", 0.05 + 0.01 * w)):
                 status = "error" if (model == "last-value" and window == "128/64" and fold == "101") else "ok"
-                rows.append(_row(task="forecasting", dataset="mitbih", fold=fold, window=window, condition="clean",
+                rows.append(_row(task="forecasting", dataset="mitbih", fold=fold, setting=window, condition="clean",
                                  model=model, seed=0, status=status, sse=err ** 2 * n if status == "ok" else np.nan,
                                  sae=err * 0.6 * n if status == "ok" else np.nan, n_points=n if status == "ok" else 0,
                                  error="boom" if status == "error" else ""))
-            rows.append(_row(task="forecasting", dataset="mitbih", fold="100", window=window, condition="clean",
+            rows.append(_row(task="forecasting", dataset="mitbih", fold="100", setting=window, condition="clean",
                              model="tirex", seed=0, status="unavailable", n_points=0,
                              error="tirex needs weights"))
     frame = pd.DataFrame(rows)
@@ -127,7 +127,7 @@ def test_a_models_note_appears_once_and_only_under_its_numbers():
 
 def imputation_records() -> pd.DataFrame:
     """Last value on MIT-BIH at 25% missing, three seeds of two folds each."""
-    rows = [_row(task="imputation", dataset="mitbih", fold=fold, window="96", condition="missing=25%",
+    rows = [_row(task="imputation", dataset="mitbih", fold=fold, setting="96", condition="missing=25%",
                  model="last-value", seed=seed, status="ok", sse=(0.05 + 0.01 * seed) ** 2 * 80,
                  sae=0.6 * (0.05 + 0.01 * seed) * 80, n_points=80)
             for seed in (0, 1, 2) for fold in ("100", "101")]

@@ -83,7 +83,7 @@ def _mean_over_windows(records: pd.DataFrame, label: str, metric: str) -> float:
     g = records[records["variant_label"] == label]
     per_window = []
     for window in WINDOWS:
-        w = g[g["window"] == window]
+        w = g[g["setting"] == window]
         n = w["n_points"].sum()
         per_window.append(np.sqrt(w["sse"].sum() / n) if metric == "RMSE" else w["sae"].sum() / n)
     return 100 * float(np.mean(per_window))
@@ -185,7 +185,7 @@ def _records(models: dict[str, float]) -> pd.DataFrame:
             n = 100 * (w + 1)
             for model, err in models.items():
                 row = {c: "" for c in COLUMNS}
-                row.update(task="forecasting", dataset="mitbih", fold=fold, window=window, condition="clean",
+                row.update(task="forecasting", dataset="mitbih", fold=fold, setting=window, condition="clean",
                            model=model, seed=0, status="ok", sse=err ** 2 * n, sae=err * 0.5 * n, n_points=n,
                            key=f"{model}-{window}-{fold}")
                 rows.append(row)

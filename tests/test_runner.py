@@ -17,7 +17,7 @@ from harness.cli import main
 from harness.runner import RunConfig, execute
 from harness.store import read_records
 from protocols.datasets.folder import write_folder_dataset
-from protocols.specs import WindowSpec
+from protocols.specs import Setting
 from tests.conftest import make_dataset
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,7 +32,7 @@ def folder(tmp_path) -> Path:
 
 
 def _config(folder, out, models=("last-value", "window-mean"), **kw) -> RunConfig:
-    kw.setdefault("windows", (WindowSpec(48, 24), WindowSpec(72, 36)))
+    kw.setdefault("settings", (Setting(48, 24), Setting(72, 36)))
     return RunConfig(datasets=(str(folder),), models=tuple(models), out=out,
                      max_windows_per_subject=4, progress=False, **kw)
 
@@ -80,7 +80,7 @@ def test_changed_data_is_not_served_from_cache(folder, tmp_path):
 def test_cli_prints_table_and_writes_tables(folder, tmp_path, capsys):
     out = tmp_path / "cli"
     code = main(["run", "forecasting", "--dataset", str(folder), "--models", "last-value", "drift",
-                 "--windows", "48/24", "72/36", "--out", str(out), "--no-progress",
+                 "--settings", "48/24", "72/36", "--out", str(out), "--no-progress",
                  "--max-windows-per-subject", "4"])
     text = capsys.readouterr().out
     assert code == 0
@@ -95,7 +95,7 @@ def test_cli_prints_table_and_writes_tables(folder, tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["run", "forecasting", "--models", "no-such-model"], "unknown model 'no-such-model'"),
     (["run", "forecasting", "--dataset", "no-such-dataset"], "unknown dataset 'no-such-dataset'"),
-    (["run", "forecasting", "--windows", "96-48"], "not of the form CONTEXT/HORIZON"),
+    (["run", "forecasting", "--settings", "96-48"], "not of the form CONTEXT/HORIZON"),
     (["run", "forecasting", "--dataset", "/nonexistent/folder"], "/nonexistent/folder"),
     (["run", "forecasting", "--weights", "soter"], "MODEL=DIR"),
     (["table", "forecasting", "--out", "/nonexistent/out"], "no records file"),
@@ -120,7 +120,7 @@ def _cli(args, out, env):
 
 def test_sigint_mid_run_then_resume_equals_uninterrupted_run(folder, tmp_path):
     env = {**os.environ, "SOTER_BENCH_PLUGINS": "tests.plugin_models", "PYTHONPATH": str(REPO)}
-    args = ["--dataset", str(folder), "--models", "test-slow-last-value", "--windows", "48/24", "72/36",
+    args = ["--dataset", str(folder), "--models", "test-slow-last-value", "--settings", "48/24", "72/36",
             "--max-windows-per-subject", "4"]
     interrupted = tmp_path / "interrupted"
     proc = subprocess.Popen(_cli(args, interrupted, env), cwd=REPO, env=env,
@@ -145,7 +145,7 @@ def test_sigint_mid_run_then_resume_equals_uninterrupted_run(folder, tmp_path):
 
 @pytest.mark.parametrize("task, models, extra", [
     ("imputation", ["locf", "spline-extrapolation", "last-value"], ["--rates", "25", "75", "--seeds", "0", "1"]),
-    ("noise", ["last-value", "drift"], ["--levels", "0", "0.3", "--windows", "48/24"]),
+    ("noise", ["last-value", "drift"], ["--levels", "0", "0.3", "--settings", "48/24"]),
     ("classification", ["stat-features", "random"],
      ["--budgets", "10", "100", "--seeds", "0", "1", "--segment-length", "48"]),
 ])
@@ -175,7 +175,7 @@ def test_a_weights_path_that_does_not_exist_is_a_usage_error(tmp_path, capsys):
 
 def test_a_models_note_is_printed_once_per_run(folder, tmp_path, capsys):
     assert main(["run", "noise", "--dataset", str(folder), "--models", "soter", "last-value", "--levels", "0", "0.1",
-                 "0.2", "--windows", "48/24", "--max-windows-per-subject", "2", "--out", str(tmp_path / "o"),
+                 "0.2", "--settings", "48/24", "--max-windows-per-subject", "2", "--out", str(tmp_path / "o"),
                  "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert out.count("Noise") >= 3 or out.count("beta") >= 3  # one table per level

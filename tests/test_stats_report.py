@@ -1,6 +1,6 @@
 """The report's statistics on a small constructed record set, against values computed by hand.
 
-Cells: dataset d, windows 48/24, 72/36, 96/48 (clean); folds S1, S2 with 4 windows each, one
+Cells: dataset d, settings 48/24, 72/36, 96/48 (clean); folds S1, S2 with 4 windows each, one
 point per window (so a window's RMSE is its absolute error). Errors per window, folds in order:
   A   1 1 1 1 | 1 1 1 1          pooled RMSE 1
   B   4 1 1 1 | 1 1 1 1          sqrt((16 + 7) / 8) = sqrt(23/8)
@@ -35,7 +35,7 @@ def _records(out: Path, with_windows: bool = True) -> pd.DataFrame:
     for window in WINDOWS:
         for model, errs in ERRORS.items():
             for f, fold in enumerate(("S1", "S2")):
-                fields = dict(task="forecasting", dataset="d", fold=fold, window=window, condition="clean",
+                fields = dict(task="forecasting", dataset="d", fold=fold, setting=window, condition="clean",
                               model=model, seed=0, protocol="p")
                 key = row_key(**fields)
                 if model == "C" and window == "96/48" and fold == "S2":
@@ -83,7 +83,7 @@ def test_leaderboard_skill_ranks_ties_and_missing_cells(tmp_path):
 def test_significance_marks_and_bootstrap_intervals(tmp_path):
     frame = _records(tmp_path)
     sig = stats_report.significance(frame, _windows(frame, tmp_path), "forecasting", "rmse", n_boot=200)
-    cell = sig[(sig.window == "48/24")].set_index("model")
+    cell = sig[(sig.setting == "48/24")].set_index("model")
     assert set(cell.reference) == {"A"}
     # SN, E and C: 8 distinct positive differences from A -> exact two-sided p = 2/2^8; B: one non-zero
     # difference -> p = 1. Holm over the 4 compared: sorted 1/128 x3, 1 -> 4/128, 3/128, 2/128 -> monotone 4/128
@@ -92,7 +92,7 @@ def test_significance_marks_and_bootstrap_intervals(tmp_path):
     assert cell.loc["B", "p_value"] == pytest.approx(1.0) and cell.loc["B", "p_holm"] == pytest.approx(1.0)
     assert bool(cell.loc["B", "not_worse"]) and not cell.loc["seasonal-naive", "not_worse"]
     # C is missing in 96/48: three models compared there, Holm factor 3
-    last = sig[sig.window == "96/48"].set_index("model")
+    last = sig[sig.setting == "96/48"].set_index("model")
     assert "C" not in last.index and last.loc["E", "p_holm"] == pytest.approx(3 * 2 / 256)
     # A's errors are all 1: every resample of subjects gives RMSE 1
     assert (cell.loc["A", "ci_low"], cell.loc["A", "ci_high"]) == (1.0, 1.0)

@@ -8,7 +8,7 @@ from harness.store import COLUMNS, KEY_FIELDS, RecordStore, RecordStoreError, ro
 
 
 def _row(fold="S01", status="ok", rmse=0.5):
-    fields = dict(task="forecasting", dataset="d", fold=fold, window="48/24", condition="clean",
+    fields = dict(task="forecasting", dataset="d", fold=fold, setting="48/24", condition="clean",
                   model="m", seed=0, protocol="p")
     return {**fields, "key": row_key(**fields), "status": status, "rmse": rmse, "mae": 0.25}
 
@@ -68,7 +68,7 @@ def test_tables_read_one_row_per_cell_the_latest_of_any_weights(tmp_path):
 
     path = tmp_path / "records.csv"
     store = RecordStore(path)
-    fields = dict(task="forecasting", dataset="d", fold="S01", window="48/24", condition="clean",
+    fields = dict(task="forecasting", dataset="d", fold="S01", setting="48/24", condition="clean",
                   model="m", seed=0, protocol="p")
     store.write({**fields, "key": row_key("weights-A", **fields), "status": "ok", "rmse": 0.5,
                  "finished_at": "2026-11-23T10:00:00+00:00"})

@@ -23,7 +23,7 @@ def _rows():
         for window, folds in windows.items():
             for i in range(2):
                 base = dict.fromkeys(COLUMNS, "")
-                base.update(task="forecasting", dataset="toy", fold=f"S{i}", window=window, condition="clean",
+                base.update(task="forecasting", dataset="toy", fold=f"S{i}", setting=window, condition="clean",
                             model=model, seed="0", protocol="p", key=f"{model}{window}{i}")
                 if folds is None:
                     base.update(status="error", error="RuntimeError: boom")
@@ -37,9 +37,9 @@ def _rows():
 
 def test_pooling_over_folds_is_exact():
     pw = pooled(_rows(), "forecasting")
-    a = pw[(pw.model == "A") & (pw.window == "48/24")].iloc[0]
+    a = pw[(pw.model == "A") & (pw.setting == "48/24")].iloc[0]
     assert a.rmse == np.sqrt(4.0 / 200) and a.mae == 2.0 / 200 and a.complete
-    c = pw[(pw.model == "C") & (pw.window == "72/36")].iloc[0]
+    c = pw[(pw.model == "C") & (pw.setting == "72/36")].iloc[0]
     assert not c.complete and c.status == "error" and "boom" in c.reason
 
 
@@ -53,7 +53,7 @@ def test_text_markdown_latex_render_exactly():
     assert md[4] == "| A | <u>22.07</u> ± 11.21 | <u>2.00</u> ± 1.41 |"
     assert md[5] == "| B | 45.00 ± 7.07 | 4.50 ± 0.71 |"
     assert md[6] == "| C | **10.00**† | **1.00**† |"
-    assert md[-1] == "† C on toy: 1/2 windows complete (RuntimeError: boom)"
+    assert md[-1] == "† C on toy: 1/2 settings complete (RuntimeError: boom)"
     tex = render(table, "latex")
     assert r"A & $\underline{22.07}_{\pm 11.21}$ & $\underline{2.00}_{\pm 1.41}$ \\" in tex
     assert r"C & $\mathbf{10.00}^{\dagger}$ & $\mathbf{1.00}^{\dagger}$ \\" in tex

@@ -18,11 +18,11 @@ from harness.tables import Column, Entry, Table, model_notes
 from harness.tasks import TASKS, Task, UnknownTaskError, get_task, register_task
 from protocols.datasets.folder import write_folder_dataset
 from protocols.forecasting import evaluate_forecasting
-from protocols.specs import ForecastingSpec, SamplingSpec, WindowSpec
+from protocols.specs import ForecastingSpec, SamplingSpec, Setting
 from protocols.splits import get_fold
 from tests.conftest import make_dataset
 
-WINDOW = WindowSpec(32, 8)
+SETTING = Setting(32, 8)
 
 
 class MeanLevel(Task):
@@ -30,16 +30,16 @@ class MeanLevel(Task):
     description = "toy: mean absolute error of an 8-sample forecast after 32 samples of context"
 
     def spec(self, config, seed):
-        return ForecastingSpec(windows=(WINDOW,), sampling=SamplingSpec(seed=seed, max_windows_per_subject=3))
+        return ForecastingSpec(settings=(SETTING,), sampling=SamplingSpec(seed=seed, max_windows_per_subject=3))
 
     def points(self, spec):
-        return [(w.name, "clean", None) for w in spec.windows]
+        return [(s.name, "clean", None) for s in spec.settings]
 
     def capable(self, model, cell):
         return None if model.capabilities.forecast else f"{cell.model} does not forecast"
 
     def evaluate(self, cell, dataset, model):
-        out = evaluate_forecasting(model, dataset, get_fold(dataset, cell.fold), WINDOW, cell.spec)
+        out = evaluate_forecasting(model, dataset, get_fold(dataset, cell.fold), SETTING, cell.spec)
         return {"status": "ok", "mae": out.errors.mae, "sae": out.errors.sae, "n_points": out.errors.n,
                 "n_windows": out.n_windows}
 
@@ -77,7 +77,7 @@ def test_a_task_defined_outside_the_harness_runs_end_to_end(registered, tmp_path
     frame = read_records(out / "records.csv")
     assert len(frame) == 2 * 3  # two models, three folds, one window, seed 0
     assert set(frame["task"]) == {"mean-level"} and set(frame["status"]) == {"ok"}
-    assert set(frame["window"]) == {"32/8"} and np.isfinite(frame["mae"]).all()
+    assert set(frame["setting"]) == {"32/8"} and np.isfinite(frame["mae"]).all()
     assert (out / "tables" / "mean_level.md").exists()
 
     assert main(argv) == 0  # rerun: every cell found done
@@ -124,7 +124,7 @@ def _toy_records() -> pd.DataFrame:
     from harness.store import COLUMNS
 
     row = dict.fromkeys(COLUMNS, "")
-    row.update(task="mean-level", dataset="mitbih", fold="100", window="32/8", condition="clean", model="soter",
+    row.update(task="mean-level", dataset="mitbih", fold="100", setting="32/8", condition="clean", model="soter",
                seed=0, status="ok", mae=0.25, sae=25.0, n_points=100)
     return pd.DataFrame([row])
 

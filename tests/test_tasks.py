@@ -12,7 +12,7 @@ from protocols.interface import Capabilities, Model, SeriesBatch
 from protocols.leakage import LeakageError, probe_forecasting, probe_imputation
 from protocols.noise import channel_sigma, evaluate_noise, noise_draw
 from protocols.scaling import fit_fold_scaler
-from protocols.specs import ClassificationSpec, ForecastingSpec, ImputationSpec, NoiseSpec, SamplingSpec, WindowSpec
+from protocols.specs import ClassificationSpec, ForecastingSpec, ImputationSpec, NoiseSpec, SamplingSpec, Setting
 from protocols.splits import loso_folds
 from tests.conftest import make_dataset
 
@@ -54,14 +54,14 @@ def _setup(n_subjects=3, n_samples=400):
 # -- leakage probes --------------------------------------------------------------------------
 def test_forecasting_probe_passes_an_honest_model_and_catches_a_cheat():
     ds, fold = _setup()
-    spec = ForecastingSpec(windows=(WindowSpec(48, 24),), sampling=SamplingSpec(max_windows_per_subject=4))
-    probe_forecasting(LastValue(), ds, fold, WindowSpec(48, 24), spec)
+    spec = ForecastingSpec(settings=(Setting(48, 24),), sampling=SamplingSpec(max_windows_per_subject=4))
+    probe_forecasting(LastValue(), ds, fold, Setting(48, 24), spec)
     cheat = Cheater(ds, fold)
     cheat.subject = fold.test_subject
     # the cheat is perfect, which is how it would slip into a results table...
-    assert evaluate_forecasting(cheat, ds, fold, WindowSpec(48, 24), spec).errors.rmse < 1e-12
+    assert evaluate_forecasting(cheat, ds, fold, Setting(48, 24), spec).errors.rmse < 1e-12
     with pytest.raises(LeakageError, match="changed"):
-        probe_forecasting(cheat, ds, fold, WindowSpec(48, 24), spec)
+        probe_forecasting(cheat, ds, fold, Setting(48, 24), spec)
     before = ds.recordings[0].values.copy()
     np.testing.assert_array_equal(before, ds.recordings[0].values)  # restored
 
@@ -81,15 +81,15 @@ class BatchPooler(Model):
 
 def test_forecasting_probe_catches_pooling_across_the_batch_beyond_the_declared_tolerance():
     ds, fold = _setup()
-    spec = ForecastingSpec(windows=(WindowSpec(48, 24),), sampling=SamplingSpec(max_windows_per_subject=4))
+    spec = ForecastingSpec(settings=(Setting(48, 24),), sampling=SamplingSpec(max_windows_per_subject=4))
     with pytest.raises(LeakageError, match=r"in its batch; the model declares batch effects up to rtol=0, atol=0.001"):
-        probe_forecasting(BatchPooler(), ds, fold, WindowSpec(48, 24), spec)
-    probe_forecasting(BatchPooler(), ds, fold, WindowSpec(48, 24), spec, tolerance=(0.0, 1e3))  # alone: exact
+        probe_forecasting(BatchPooler(), ds, fold, Setting(48, 24), spec)
+    probe_forecasting(BatchPooler(), ds, fold, Setting(48, 24), spec, tolerance=(0.0, 1e3))  # alone: exact
 
 
 def test_imputation_probe_passes_an_honest_model_and_catches_a_cheat():
     ds, fold = _setup()
-    spec = ImputationSpec(length=48, warmup=8, points_per_window=3, max_windows_per_subject=3)
+    spec = ImputationSpec(length=48, warmup=8, points_per_segment=3, max_windows_per_subject=3)
     probe_imputation(LastValue(), ds, fold, spec, 0.5, seed=0)
     cheat = Cheater(ds, fold)
     cheat.subject = fold.test_subject
@@ -108,7 +108,7 @@ def test_masks_are_reproducible_and_respect_warmup_and_rate():
 
 def test_imputation_task_is_seeded_and_queries_are_missing_points():
     ds, fold = _setup()
-    spec = ImputationSpec(length=48, warmup=8, points_per_window=4, max_windows_per_subject=3)
+    spec = ImputationSpec(length=48, warmup=8, points_per_segment=4, max_windows_per_subject=3)
     t1, _ = build_task(ds, fold, spec, 0.25, seed=1)
     t2, _ = build_task(ds, fold, spec, 0.25, seed=1)
     t3, _ = build_task(ds, fold, spec, 0.25, seed=2)
@@ -121,7 +121,7 @@ def test_imputation_task_is_seeded_and_queries_are_missing_points():
 
 def test_imputation_scores_only_missing_channels():
     ds, fold = _setup()
-    spec = ImputationSpec(length=48, warmup=8, points_per_window=4, max_windows_per_subject=3)
+    spec = ImputationSpec(length=48, warmup=8, points_per_segment=4, max_windows_per_subject=3)
     task, _ = build_task(ds, fold, spec, 0.5, seed=0)
     out = evaluate_imputation(LastValue(), ds, fold, spec, 0.5, seed=0)
     expected = sum(int((~task.observed[b, :, i]).sum()) for b, i in task.queries)
@@ -140,8 +140,8 @@ def test_bad_imputation_spec():
 # -- noise -----------------------------------------------------------------------------------
 def test_noise_is_seeded_and_zero_level_equals_clean_forecasting():
     ds, fold = _setup()
-    w = WindowSpec(48, 24)
-    spec = NoiseSpec(windows=(w,), sampling=SamplingSpec(max_windows_per_subject=4))
+    w = Setting(48, 24)
+    spec = NoiseSpec(settings=(w,), sampling=SamplingSpec(max_windows_per_subject=4))
     np.testing.assert_array_equal(noise_draw((2, 3), 0, "d", "s", w), noise_draw((2, 3), 0, "d", "s", w))
     assert not np.array_equal(noise_draw((2, 3), 0, "d", "s", w), noise_draw((2, 3), 1, "d", "s", w))
     clean = evaluate_forecasting(LastValue(), ds, fold, w, spec.forecasting())

@@ -15,7 +15,7 @@ from models.registry import get_spec, weights_digest
 from models.soter.config import preset
 from models.soter.io import save_pretrained, write_checksums
 from models.soter.model import SoterModel
-from protocols.specs import WindowSpec
+from protocols.specs import Setting
 
 
 def _checkpoint(path: Path, seed: int) -> Path:
@@ -44,7 +44,7 @@ def test_weights_digest_follows_the_weights_not_the_paperwork(tmp_path):
 
 def test_models_without_weights_keep_their_keys():
     assert get_spec("last-value").identity(seed=0) == ""
-    fields = dict(task="forecasting", dataset="d", fold="1", window="48/24", condition="clean", model="m",
+    fields = dict(task="forecasting", dataset="d", fold="1", setting="48/24", condition="clean", model="m",
                   seed=0, protocol="p")
     assert row_key("", **fields) == row_key(**fields)
     assert row_key("abc", **fields) != row_key(**fields)
@@ -53,7 +53,7 @@ def test_models_without_weights_keep_their_keys():
 def test_swapped_weights_recompute_instead_of_reusing(tmp_path):
     a, b = _checkpoint(tmp_path / "A", 0), _checkpoint(tmp_path / "B", 1)
     out = tmp_path / "run"
-    common = dict(models=("soter",), windows=(WindowSpec(48, 24),), out=out, progress=False,
+    common = dict(models=("soter",), settings=(Setting(48, 24),), out=out, progress=False,
                   max_windows_per_subject=2)
     first = execute(RunConfig(weights=(("soter", str(a)),), **common), log=lambda m: None)
     again = execute(RunConfig(weights=(("soter", str(a)),), **common), log=lambda m: None)

@@ -1,6 +1,6 @@
 """Tasks: what a run evaluates, as objects (:class:`Task`), one module per task.
 
-A task says how a :class:`~harness.runner.RunConfig` becomes its spec, which points (window,
+A task says how a :class:`~harness.runner.RunConfig` becomes its spec, which points (setting,
 condition, level) and folds it plans, whether a model can take part, how one cell is evaluated
 (the record row), and how its records become tables, figures and cells of the paper's tables (the
 report).  The runner, cells, CLI, tables, figures, report and statistics look tasks up in the registry

@@ -39,7 +39,8 @@ class Task:
         raise NotImplementedError
 
     def points(self, spec: Any) -> list[tuple[str, str, float | None]]:
-        """The (window, condition, level) combinations of a spec: one cell per point, fold, model and seed."""
+        """The (setting, condition, level) combinations of a spec: one cell per point, fold, model and seed.
+        The setting is a string: "C/H" (context/horizon) for forecasting-type tasks, else e.g. a segment length."""
         raise NotImplementedError
 
     def folds(self, dataset: Dataset) -> list[str]:
@@ -142,7 +143,7 @@ class ErrorTask(Task):
     def _unscored_reason(self, cell: Cell, errors, short_recordings: int, skipped_missing: int) -> str | None:
         """Why a cell's metrics are no result (None: they are): nothing scored, or not finite numbers."""
         if errors.n == 0:
-            return (f"no {self.unit} of {cell.window} samples could be "
+            return (f"no {self.unit} of {cell.setting} samples could be "
                     f"scored for test subject {cell.fold}: {short_recordings} recording(s) shorter than that, "
                     f"{skipped_missing} candidate(s) skipped for missing values or time gaps")
         bad = [name for name, v in (("RMSE", errors.rmse), ("MAE", errors.mae)) if not np.isfinite(v)]

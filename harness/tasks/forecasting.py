@@ -1,4 +1,4 @@
-"""Zero-shot forecasting: each fold's windows, every model's forecast against the horizon (RMSE, MAE)."""
+"""Zero-shot forecasting: each fold's windows per setting, every model's forecast against the horizon (RMSE, MAE)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 
 from harness.tasks.base import ErrorTask, cells_frame, paper_cell
 from protocols.forecasting import evaluate_forecasting
-from protocols.specs import PAPER_WINDOWS, ForecastingSpec, SamplingSpec, WindowSpec
+from protocols.specs import PAPER_SETTINGS, ForecastingSpec, SamplingSpec, Setting
 from protocols.splits import get_fold
 
 
@@ -16,46 +16,49 @@ def sampling(config, seed: int) -> SamplingSpec:
     return SamplingSpec(seed=seed, **maxw)
 
 
-def window_capable(model, cell) -> str | None:
-    """A forecasting window needs a model that forecasts and supports its context and horizon."""
+def setting_capable(model, cell) -> str | None:
+    """A forecasting setting needs a model that forecasts and supports its context and horizon."""
     caps = model.capabilities
-    w = WindowSpec.parse(cell.window)
-    if not caps.forecast or not caps.supports_window(w.context, w.horizon):
-        return f"{cell.model} does not support forecasting window {cell.window}"
+    s = Setting.parse(cell.setting)
+    if not caps.forecast or not caps.supports_setting(s.context, s.horizon):
+        return f"{cell.model} does not support forecasting setting {cell.setting}"
     return None
 
 
-WINDOW_TABLES = {"48/24": "tab:e-win24", "72/36": "tab:e-win36", "96/48": "tab:e-win48", "128/64": "tab:e-win64"}
-MAIN_RESULTS = "tab:main_results"  # the paper's main table: the mean over its four windows
-MAIN_CONDITION = "mean over 4 windows"
-CAPTION = ("Zero-shot forecasting: RMSE and MAE in normalised space, x100, mean ± std over windows "
+window_capable = setting_capable  # deprecated: the earlier name
+
+
+SETTING_TABLES = {"48/24": "tab:e-win24", "72/36": "tab:e-win36", "96/48": "tab:e-win48", "128/64": "tab:e-win64"}
+MAIN_RESULTS = "tab:main_results"  # the paper's main table: the mean over its four settings
+MAIN_CONDITION = "mean over 4 windows"  # the condition as the paper's transcription names it (results/paper/)
+CAPTION = ("Zero-shot forecasting: RMSE and MAE in normalised space, x100, mean ± std over settings "
            "(folds pooled).")
 
 
 class Forecasting(ErrorTask):
     name = "forecasting"
-    description = "zero-shot forecasting (RMSE, MAE per context/horizon window)"
+    description = "zero-shot forecasting (RMSE, MAE per context/horizon setting)"
     default_seeds = (0,)
     scores_windows = True
     horizon_curves = True
-    replicates = ("window",)
-    replicate_words = "windows"
+    replicates = ("setting",)
+    replicate_words = "settings"
 
     def spec(self, config, seed):
-        return ForecastingSpec(windows=config.windows or PAPER_WINDOWS, sampling=sampling(config, seed))
+        return ForecastingSpec(settings=config.settings or PAPER_SETTINGS, sampling=sampling(config, seed))
 
     def points(self, spec):
-        return [(w.name, "clean", None) for w in spec.windows]
+        return [(s.name, "clean", None) for s in spec.settings]
 
     def capable(self, model, cell):
-        return window_capable(model, cell)
+        return setting_capable(model, cell)
 
     def evaluate(self, cell, dataset, model):
         fold = get_fold(dataset, cell.fold)
-        return self.error_row(cell, evaluate_forecasting(model, dataset, fold, WindowSpec.parse(cell.window), cell.spec))
+        return self.error_row(cell, evaluate_forecasting(model, dataset, fold, Setting.parse(cell.setting), cell.spec))
 
     def table(self, frame, models=None, datasets=None, caption: str = CAPTION):
-        """The forecasting table: RMSE and MAE per dataset, mean ± std over windows (folds pooled); the
+        """The forecasting table: RMSE and MAE per dataset, mean ± std over settings (folds pooled); the
         training studies' tables too (``harness.report.study_table``, with their own caption)."""
         from harness.tables import error_table
 
@@ -65,8 +68,8 @@ class Forecasting(ErrorTask):
         return [(self.name, self.table(frame, models, datasets))]
 
     def paper_cells(self, frame, paper_dataset):
-        """Each window's RMSE and MAE (the paper's per-window tables) and their mean over the four windows
-        (its main table: a cell with fewer complete windows is ``partial``)."""
+        """Each setting's RMSE and MAE (the paper's per-setting tables) and their mean over the four settings
+        (its main table: a cell with fewer complete settings is ``partial``)."""
         from harness.tables import SCALE, pooled
 
         rows = []
@@ -76,7 +79,7 @@ class Forecasting(ErrorTask):
             for (ds, model), g in per.groupby(["dataset", "model"], sort=False):
                 for _, r in g.iterrows():
                     for metric in ("RMSE", "MAE"):
-                        rows.append(paper_cell(WINDOW_TABLES.get(r["window"], ""), model, ds, metric, r["window"],
+                        rows.append(paper_cell(SETTING_TABLES.get(r["setting"], ""), model, ds, metric, r["setting"],
                                                r[metric.lower()] * SCALE if r["complete"] else np.nan, np.nan,
                                                r["status"], r["reason"]))
                 ok = g[g["complete"]]
@@ -87,7 +90,7 @@ class Forecasting(ErrorTask):
                         MAIN_RESULTS, model, ds, metric, MAIN_CONDITION,
                         float(values.mean()) if len(values) else np.nan,
                         float(values.std(ddof=1)) if len(values) > 1 else np.nan, status,
-                        "" if status == "ok" else f"{len(ok)} of 4 windows" if len(ok) else g["reason"].iloc[0]))
+                        "" if status == "ok" else f"{len(ok)} of 4 settings" if len(ok) else g["reason"].iloc[0]))
         return cells_frame(rows)
 
 

@@ -16,7 +16,7 @@ from models.soter.model import SoterModel
 from models.soter.training.config import TrainConfig
 from protocols.datasets import load_dataset
 from protocols.forecasting import evaluate_forecasting
-from protocols.specs import ForecastingSpec, SamplingSpec, WindowSpec
+from protocols.specs import ForecastingSpec, SamplingSpec, Setting
 from protocols.splits import loso_folds
 
 
@@ -29,14 +29,14 @@ def sample_eval(model: SoterModel, dataset_name: str, samples: int, context: int
     """RMSE / MAE of ``samples`` windows of the first LOSO fold's test subject (normalised space)."""
     dataset = load_dataset(dataset_name)
     fold = loso_folds(dataset)[0]
-    window = WindowSpec(context, horizon)
-    spec = ForecastingSpec(windows=(window,), sampling=SamplingSpec(max_windows_per_subject=samples, seed=seed))
+    setting = Setting(context, horizon)
+    spec = ForecastingSpec(settings=(setting,), sampling=SamplingSpec(max_windows_per_subject=samples, seed=seed))
     was_training = model.training
     device = next(model.parameters()).device
     try:
         adapter = SoterAdapter(model, rollout=rollout, device=str(device))
         with torch.inference_mode():
-            out = evaluate_forecasting(adapter, dataset, fold, window, spec)
+            out = evaluate_forecasting(adapter, dataset, fold, setting, spec)
     finally:
         model.train(was_training)
     return {"rmse": out.errors.rmse, "mae": out.errors.mae, "windows": out.n_windows}
