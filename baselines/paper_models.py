@@ -97,7 +97,7 @@ _PER_CHANNEL = Capabilities(multivariate=False)
 for card in (
     Card("timer-base", "Timer", "84.14M", "thuml/timer-base-84m", source="Hugging Face", licence="Apache-2.0 (weights)",
          requires=("transformers",), extra="remote-code", files=_REMOTE_FILES, remote_code=True,
-         capabilities=Capabilities(multivariate=False, min_context=96, windows=((96, 48), (128, 64))),
+         capabilities=Capabilities(multivariate=False, min_context=96, settings=((96, 48), (128, 64))),
          native_horizon=96, notes="the paper runs it on 96/48 and 128/64 only (96-step input token); " + _TRANSFORMERS_440),
     Card("sundial-base", "Sundial-Base", "128.3M", "thuml/sundial-base-128m", source="Hugging Face",
          licence="Apache-2.0 (weights)", requires=("transformers",), extra="remote-code", files=_REMOTE_FILES,

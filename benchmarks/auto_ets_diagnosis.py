@@ -1,6 +1,6 @@
 """Why AutoETS trails last-value on the cohort: which ETS forms its search picks, and what each costs.
 
-Usage: OMP_NUM_THREADS=1 python benchmarks/auto_ets_diagnosis.py [--window 96/48] [--windows-per-subject 4]
+Usage: OMP_NUM_THREADS=1 python benchmarks/auto_ets_diagnosis.py [--setting 96/48] [--windows-per-subject 4]
 
 On the test windows of every LOSO fold of the embedded cohort (scaled as the protocol scales them)
 it fits, per channel, statsforecast's AutoETS with the library's defaults (``model="ZZZ"``,
@@ -19,21 +19,21 @@ import numpy as np
 
 from protocols.datasets import load_dataset
 from protocols.forecasting import fold_windows
-from protocols.specs import ForecastingSpec, SamplingSpec, WindowSpec
+from protocols.specs import ForecastingSpec, SamplingSpec, Setting
 from protocols.splits import loso_folds
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--window", default="96/48")
+    p.add_argument("--setting", "--window", dest="setting", default="96/48")
     p.add_argument("--windows-per-subject", type=int, default=4)
     p.add_argument("--dataset", default="synthetic-cohort")
     args = p.parse_args()
     warnings.simplefilter("ignore")
     from statsforecast.models import AutoETS
 
-    window = WindowSpec.parse(args.window)
-    spec = ForecastingSpec(windows=(window,), sampling=SamplingSpec(max_windows_per_subject=args.windows_per_subject))
+    setting = Setting.parse(args.setting)
+    spec = ForecastingSpec(settings=(setting,), sampling=SamplingSpec(max_windows_per_subject=args.windows_per_subject))
     dataset = load_dataset(args.dataset)
     variants = {"AutoETS ZZZ (library default, harness)": dict(model="ZZZ"),
                 "AutoETS ZNN (no trend)": dict(model="ZNN"),
@@ -41,7 +41,7 @@ def main() -> None:
     errors: dict[str, list[np.ndarray]] = {name: [] for name in [*variants, "last value"]}
     picked: Counter[str] = Counter()
     for fold in loso_folds(dataset):
-        arrays, _ = fold_windows(dataset, fold, window, spec)
+        arrays, _ = fold_windows(dataset, fold, setting, spec)
         for ctx, target in zip(arrays.context, arrays.target):
             for y, truth in zip(ctx, target):
                 if np.ptp(y) == 0 or np.isnan(y).any():
@@ -54,7 +54,7 @@ def main() -> None:
                     if kw["model"] == "ZZZ" and "damped" not in kw:
                         picked[str(fitted.model_["method"])] += 1
     n = len(errors["last value"])
-    print(f"{args.dataset}, window {window.name}, {n} channel windows (x100)")
+    print(f"{args.dataset}, setting {setting.name}, {n} channel windows (x100)")
     for name, errs in errors.items():
         e = np.concatenate(errs)
         print(f"  {name:<42} RMSE {100 * np.sqrt(np.mean(e ** 2)):7.2f}  MAE {100 * np.mean(np.abs(e)):6.2f}")

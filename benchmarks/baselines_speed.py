@@ -14,7 +14,7 @@ import numpy as np
 
 from models.registry import get_spec
 from protocols.interface import SeriesBatch, forecast
-from protocols.specs import PAPER_WINDOWS
+from protocols.specs import PAPER_SETTINGS
 
 
 def main() -> None:
@@ -28,7 +28,7 @@ def main() -> None:
     ys = [np.sin(2 * np.pi * t / (20 + k)) + 0.1 * rng.standard_normal(t.size) for k in range(args.series)]
     for name in args.models:
         model = get_spec(name).load()
-        for w in PAPER_WINDOWS:
+        for w in PAPER_SETTINGS:
             def run(y: np.ndarray) -> None:
                 batch = SeriesBatch(y[None, None, : w.context], t[None, : w.context])
                 forecast(model, batch, t[None, w.context: w.length])

@@ -1,6 +1,6 @@
 """System overhead (the paper's appendix): parameters, active parameters and latency per sample.
 
-Usage: OMP_NUM_THREADS=1 python benchmarks/system_overhead.py [--models NAME ...] [--window 128/64]
+Usage: OMP_NUM_THREADS=1 python benchmarks/system_overhead.py [--models NAME ...] [--setting 128/64]
        [--channels 2] [--repeats 5] [--threads 1] [--out results/benchmarks/system_overhead.csv]
        [--weights NAME=DIR ...]
 
@@ -78,7 +78,7 @@ def measure(name: str, context: int, horizon: int, channels: int, repeats: int, 
     total, active = count(model)
     return {**row, "status": "ok", "reason": None, "parameters": total, "active_parameters": active,
             "ms_per_sample": 1e3 * statistics.median(seconds), "channels": channels,
-            "window": f"{context}/{horizon}", "repeats": repeats}
+            "setting": f"{context}/{horizon}", "repeats": repeats}
 
 
 def main() -> None:
@@ -86,7 +86,7 @@ def main() -> None:
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="+", default=None, help="default: every registered forecaster")
-    p.add_argument("--window", default="128/64")
+    p.add_argument("--setting", "--window", dest="setting", default="128/64")
     p.add_argument("--channels", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)
@@ -96,7 +96,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    context, horizon = (int(x) for x in args.window.split("/"))
+    context, horizon = (int(x) for x in args.setting.split("/"))
     weights = dict(w.split("=", 1) for w in args.weights)
     names = args.models or [s.name for s in all_specs().values() if "forecasting" in s.tasks]
     rows = []
