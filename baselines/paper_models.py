@@ -39,7 +39,7 @@ class RemoteCodeForecaster(FoundationModel):
 
     Per channel. ``output`` says how ``generate`` returns the forecast: ``"append"`` (context and
     forecast, [N, T + H]: Timer, TimeMoE, MIRA) or ``"samples"`` ([N, S, H]: Sundial, Aurora; the
-    point forecast is the sample mean). ``normalise`` standardises each context (mean/std over the
+    point forecast is the sample mean, and quantile forecasts come from the same samples). ``normalise`` standardises each context (mean/std over the
     context) before the call and undoes it after, as the model cards do.
     """
 
@@ -68,7 +68,17 @@ class RemoteCodeForecaster(FoundationModel):
                 "num_samples": num_samples if output == "samples" else None}
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        return self._forecast_quantiles(batch, query_times, ())[0]
+
+    def _forecast_quantiles(self, batch: SeriesBatch, query_times: np.ndarray,
+                            levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """The point and, for a sampling model, any quantiles of the same seeded sample paths.
+
+        The point is computed exactly as without quantiles (the sample mean), so RMSE/MAE do not
+        depend on whether quantiles were asked; the quantiles interpolate linearly between samples."""
         torch = self._torch
+        if levels and self._output != "samples":
+            raise ValueError(f"{self.name} gives one forecast path, not quantiles {list(levels)}")
         h = query_times.shape[1]
         x = batch.values[:, 0] if batch.mask.all() else _carry_forward(batch)
         mean = x.mean(axis=1, keepdims=True) if self._normalise else 0.0
@@ -82,7 +92,13 @@ class RemoteCodeForecaster(FoundationModel):
             else:
                 out = self._model.generate(inputs, max_new_tokens=h, **self._kwargs)
                 pred = out.float()[:, -h:]
-        return (np.asarray(pred.cpu(), dtype=np.float64) * std + mean)[:, None, :]
+        point = (np.asarray(pred.cpu(), dtype=np.float64) * std + mean)[:, None, :]
+        if not levels:
+            return point, np.empty(point.shape + (0,))
+        paths = np.asarray(out.float()[:, :, -h:].cpu(), dtype=np.float64)  # [N, S, H], normalised
+        scale, shift = (np.broadcast_to(np.asarray(v, dtype=np.float64), (len(x), 1))[:, :, None] for v in (std, mean))
+        quantiles = np.quantile(paths * scale + shift, list(levels), axis=1)  # [Q, N, H]
+        return point, np.moveaxis(quantiles, 0, -1)[:, None]  # [N, 1, H, Q]
 
 
 def _carry_forward(batch: SeriesBatch) -> np.ndarray:
@@ -101,8 +117,9 @@ for card in (
          native_horizon=96, notes="the paper runs it on 96/48 and 128/64 only (96-step input token); " + _TRANSFORMERS_440),
     Card("sundial-base", "Sundial-Base", "128.3M", "thuml/sundial-base-128m", source="Hugging Face",
          licence="Apache-2.0 (weights)", requires=("transformers",), extra="remote-code", files=_REMOTE_FILES,
-         remote_code=True, capabilities=Capabilities(multivariate=False, min_context=16), native_horizon=720,
-         options={"output": "samples"}, notes="generative (flow matching): mean of 20 seeded samples"),
+         remote_code=True, capabilities=Capabilities(multivariate=False, min_context=16, quantiles=True),
+         native_horizon=720, options={"output": "samples"},
+         notes="generative (flow matching): mean of 20 seeded samples; quantiles from the same samples"),
     Card("timemoe-base", "TimeMoE-Base", "113.3M", "Maple728/TimeMoE-50M", source="Hugging Face",
          licence="Apache-2.0 (weights)", requires=("transformers",), extra="remote-code", files=_REMOTE_FILES,
          remote_code=True, capabilities=_PER_CHANNEL, notes=_TRANSFORMERS_440),
@@ -115,8 +132,8 @@ for card in (
          notes="medical TSFM (CT-RoPE, Neural-ODE extrapolation); " + _TRANSFORMERS_440),
     Card("aurora", "Aurora", "210.8M", None, source="the official release linked from github.com/decisionintelligence/Aurora",
          licence="see github.com/decisionintelligence/Aurora (not checked here)", requires=("transformers",),
-         extra="remote-code", files=_REMOTE_FILES, remote_code=True, capabilities=_PER_CHANNEL,
-         options={"output": "samples"},
+         extra="remote-code", files=_REMOTE_FILES, remote_code=True,
+         capabilities=Capabilities(multivariate=False, quantiles=True), options={"output": "samples"},
          notes="multimodal generative TSFM, used on time series only; the paper's appendix gives 260.8M, its table "
                "210.8M"),
 ):

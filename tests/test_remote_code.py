@@ -85,3 +85,71 @@ def test_remote_code_adapter_meets_the_contract(snapshot):
     spec = get_spec("timemoe-base")
     spec = dataclasses.replace(spec, options={**spec.options, "weights": str(snapshot), "trust_remote_code": True})
     check_forecast_contract(spec, atol=1e-5)
+
+
+# a sampling checkpoint (standing in for Sundial/Aurora): generate(..., num_samples=S) -> [N, S, T + H]
+SAMPLING = MODELING.replace("FakeConfig", "FakeSamplingConfig").replace("FakeForecaster", "FakeSampler").replace(
+    '"fake_forecaster"', '"fake_sampler"').replace(
+    '''    def generate(self, inputs, max_new_tokens=1, **kwargs):
+        slope''', '''    def generate(self, inputs, max_new_tokens=1, num_samples=1, **kwargs):
+        slope''').replace(
+    "        return torch.cat([inputs, inputs[:, -1:] + self.damping * slope * steps], dim=1)",
+    """        path = torch.cat([inputs, inputs[:, -1:] + self.damping * slope * steps], dim=1)
+        # one level shift per sample, shared by every row and step: a row's samples depend neither on
+        # the batch around it nor on the horizon asked for (the contract kit checks both)
+        return path[:, None, :] + 0.1 * torch.randn(1, num_samples, 1)""")
+
+
+@pytest.fixture(scope="module")
+def sampling_snapshot(tmp_path_factory):
+    import sys
+
+    folder = tmp_path_factory.mktemp("fake-sampling-code")
+    (folder / "modeling_fake_sampler.py").write_text(SAMPLING)
+    sys.path.insert(0, str(folder))
+    try:
+        import modeling_fake_sampler as mod
+
+        config = mod.FakeSamplingConfig()
+        config.auto_map = {"AutoConfig": "modeling_fake_sampler.FakeSamplingConfig",
+                           "AutoModelForCausalLM": "modeling_fake_sampler.FakeSampler"}
+        mod.FakeSampler(config).save_pretrained(folder)
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop("modeling_fake_sampler", None)
+    return folder
+
+
+def test_a_sampling_model_gives_quantiles_of_the_same_samples_and_an_unchanged_point(sampling_snapshot):
+    from protocols.interface import QUANTILE_LEVELS, forecast_quantiles
+
+    model = get_spec("sundial-base").load(weights=str(sampling_snapshot), trust_remote_code=True)
+    assert model.capabilities.quantiles
+    rng = np.random.default_rng(0)
+    batch = SeriesBatch(values=rng.normal(size=(3, 2, 40)).cumsum(axis=2), timestamps=np.tile(np.arange(40.0), (3, 1)))
+    q = 40.0 + np.arange(6.0)[None, :].repeat(3, axis=0)
+    point = forecast(model, batch, q)
+    point_q, quant = forecast_quantiles(model, batch, q)
+    assert quant.shape == (3, 2, 6, len(QUANTILE_LEVELS))
+    np.testing.assert_array_equal(point_q, point)  # bit-identical: RMSE/MAE never depend on the quantiles
+    assert (np.diff(quant, axis=-1) >= 0).all() and (quant[..., -1] > quant[..., 0]).all()  # a spread, in order
+    # the 20 seeded samples' mean is the point and lies within their 0.1 .. 0.9 range
+    assert ((point >= quant[..., 0]) & (point <= quant[..., -1])).mean() > 0.9
+    again = forecast_quantiles(model, batch, q)[1]
+    np.testing.assert_array_equal(again, quant)  # the same draws on every call
+
+
+def test_a_one_path_model_refuses_quantile_levels(snapshot):
+    model = get_spec("timemoe-base").load(weights=str(snapshot), trust_remote_code=True)
+    assert not model.capabilities.quantiles
+    t = np.arange(40.0)
+    batch = SeriesBatch(values=t[None, None, :], timestamps=t[None, :])
+    with pytest.raises(ValueError, match="one forecast path"):
+        model._forecast_quantiles(batch, 40.0 + np.arange(3.0)[None, :], (0.5,))
+
+
+def test_sampling_adapter_meets_the_contract(sampling_snapshot):
+    spec = get_spec("aurora")
+    spec = dataclasses.replace(spec, options={**spec.options, "weights": str(sampling_snapshot),
+                                              "trust_remote_code": True})
+    check_forecast_contract(spec, atol=1e-5)
