@@ -8,7 +8,7 @@ import pytest
 from protocols import classification as cls
 from protocols.forecasting import evaluate_forecasting
 from protocols.imputation import build_task, evaluate_imputation, missing_mask
-from protocols.interface import Capabilities, Model, SeriesBatch
+from protocols.interface import Capabilities, Model
 from protocols.leakage import LeakageError, probe_forecasting, probe_imputation
 from protocols.noise import channel_sigma, evaluate_noise, noise_draw
 from protocols.scaling import fit_fold_scaler
