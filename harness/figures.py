@@ -62,8 +62,13 @@ def _save(fig, path: Path) -> list[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     out = [path.with_suffix(".png"), path.with_suffix(".pdf")]
     for p in out:
-        fig.savefig(p, dpi=150, bbox_inches="tight")
+        fig.savefig(p, dpi=150, bbox_inches="tight", metadata=reproducible_metadata(p))
     return out
+
+
+def reproducible_metadata(path: Path) -> dict[str, None]:
+    """No creation date in a PDF: the same records then give the same file, byte for byte."""
+    return {"CreationDate": None} if path.suffix == ".pdf" else {}
 
 
 def _curves(points: list[tuple[float, Table, Column]]) -> tuple[Curve, ...]:

@@ -393,6 +393,8 @@ def plot_cd_diagram(summary: RankSummary, path_stem: Path, alpha: float = 0.05) 
     import matplotlib.pyplot as plt
     import scikit_posthocs as sp
 
+    from harness.figures import reproducible_metadata
+
     cd = nemenyi_cd(k, n_used, alpha)
     path_stem = Path(path_stem)
     path_stem.parent.mkdir(parents=True, exist_ok=True)
@@ -404,7 +406,7 @@ def plot_cd_diagram(summary: RankSummary, path_stem: Path, alpha: float = 0.05) 
         _sort_crossbars(ax)
         ax.set_title(f"Average rank over {n_used} complete cells; Nemenyi CD = {cd:.2f} (alpha = {alpha:g})", pad=12)
         for p in out:
-            fig.savefig(p, dpi=150, bbox_inches="tight")
+            fig.savefig(p, dpi=150, bbox_inches="tight", metadata=reproducible_metadata(p))
     finally:
         plt.close(fig)
     return out

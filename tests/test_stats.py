@@ -258,6 +258,7 @@ def test_cd_diagram_is_byte_identical_across_hash_seeds(tmp_path):
         env = {**os.environ, "PYTHONHASHSEED": seed}
         subprocess.run([sys.executable, "-c", _CD_SCRIPT, str(stem)], check=True, env=env, timeout=120)
         pngs.append(stem.with_suffix(".png").read_bytes())
+        assert b"/CreationDate" not in stem.with_suffix(".pdf").read_bytes()  # no clock in the PDF either
     assert pngs[0] == pngs[1] == pngs[2]
 
 # ----------------------------------------------------------------------------- skill, W/T/L, board
