@@ -323,11 +323,12 @@ def _list(what: str) -> int:
 
 
 def _capabilities(spec) -> str:
-    """One line: what the model does, per channel or multivariate, context limits, native horizon."""
+    """One line: what the model does (forecast, quantile forecasts, causal imputation, embedding), per
+    channel or multivariate, context limits, native horizon."""
     caps = spec.model_capabilities()
     if caps is None:
         return "declared by the model when it loads"
-    does = [k for k in ("forecast", "impute", "embed") if getattr(caps, k)]
+    does = [k for k in ("forecast", "quantiles", "impute", "embed") if getattr(caps, k)]  # quantiles: CRPS/WQL
     parts = ["+".join(does) or "none", "multivariate" if caps.multivariate else "per channel"]
     if caps.min_context > 1 or caps.max_context is not None:
         parts.append(f"context {caps.min_context}..{caps.max_context if caps.max_context is not None else ''}")

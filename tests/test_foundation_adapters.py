@@ -276,7 +276,7 @@ def test_harness_list_shows_status_capabilities_and_licence(capsys, monkeypatch,
     assert "NXAI Community License" in lines[tirex]
     assert lines[tirex].split()[1:3] in (["needs", "weights"], ["needs", "package"])
     assert "35.29M parameters in the paper" in lines[tirex + 1]
-    assert "capabilities: forecast, per channel, context 32.., native horizon 32" in lines[tirex + 2]
+    assert "capabilities: forecast+quantiles, per channel, context 32.., native horizon 32" in lines[tirex + 2]
     last_value = next(line for line in lines if line.split()[:1] == ["last-value"])
     assert last_value.split()[1] == "ready"
 
