@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.figures import _plt, _save
+from harness.figures import pyplot, save_png_pdf
 from models.registry import get_spec
 from protocols.data import Dataset
 from protocols.forecasting import fold_windows, predict_windows
@@ -54,7 +54,7 @@ def forecast_example(dataset: Dataset, models: list[str], setting: Setting, seed
 
 def plot_example(frame: pd.DataFrame, path: Path) -> list[Path]:
     """One panel per channel: context and truth in black, a line per model over the horizon."""
-    plt = _plt()
+    plt = pyplot()
     channels = list(dict.fromkeys(frame["channel"]))
     fig, axes = plt.subplots(len(channels), 1, figsize=(8, 2.2 * len(channels)), sharex=True, squeeze=False)
     models = [s for s in dict.fromkeys(frame["series"]) if s not in ("context", "truth")]
@@ -75,7 +75,7 @@ def plot_example(frame: pd.DataFrame, path: Path) -> list[Path]:
     a = frame.attrs
     fig.suptitle(f"{a.get('dataset', '')}: subject {a.get('subject', '')}, setting {a.get('setting', '')}", fontsize=10)
     fig.tight_layout()
-    files = _save(fig, path)
+    files = save_png_pdf(fig, path)
     plt.close(fig)
     frame.to_csv(path.with_suffix(".csv"), index=False)
     return files + [path.with_suffix(".csv")]

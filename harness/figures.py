@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.tables import SCALE, Column, Table, _condition_value, condition_tables
+from harness.tables import SCALE, Column, Table, condition_value, condition_tables
 
 UNIT = f"x{SCALE:g}"
 MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "h", "p")
@@ -49,7 +49,7 @@ class Panel:
     log_x: bool = False
 
 
-def _plt():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -58,7 +58,7 @@ def _plt():
     return plt
 
 
-def _save(fig, path: Path) -> list[Path]:
+def save_png_pdf(fig, path: Path) -> list[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     out = [path.with_suffix(".png"), path.with_suffix(".pdf")]
     for p in out:
@@ -71,7 +71,7 @@ def reproducible_metadata(path: Path) -> dict[str, None]:
     return {"CreationDate": None} if path.suffix == ".pdf" else {}
 
 
-def _curves(points: list[tuple[float, Table, Column]]) -> tuple[Curve, ...]:
+def table_curves(points: list[tuple[float, Table, Column]]) -> tuple[Curve, ...]:
     """A curve per model through ``column`` of ``table`` at each ``x``: the table's own cells, so the
     figure cannot disagree with it (unavailable or failed cells are left out)."""
     models = list(dict.fromkeys(m for _, table, _ in points for m in table.models))
@@ -88,18 +88,18 @@ def _curves(points: list[tuple[float, Table, Column]]) -> tuple[Curve, ...]:
 def error_panels(frame: pd.DataFrame, task: str, metrics: tuple[str, ...]) -> list[list[Panel]]:
     """Imputation and noise: a row per metric, a column per dataset; each point is the cell of the
     condition's table (the same numbers as ``tables/<task>_<condition>``)."""
-    tables = [(_condition_value(c), t) for c, t in condition_tables(frame, task)]
+    tables = [(condition_value(c), t) for c, t in condition_tables(frame, task)]
     datasets = list(dict.fromkeys(c.group for _, t in tables for c in t.columns))
     from harness.task_registry import get_task
 
     xlabel, ticks = get_task(task).x_label, get_task(task).x_ticks
     grid = [[Panel(ds, xlabel, f"{metric} ({UNIT}, normalised)",
-                   _curves([(x, t, Column(ds, metric)) for x, t in tables]), ticks)
+                   table_curves([(x, t, Column(ds, metric)) for x, t in tables]), ticks)
              for ds in datasets] for metric in metrics]
-    return _drop_empty_columns(grid)
+    return drop_empty_columns(grid)
 
 
-def _drop_empty_columns(grid: list[list[Panel]]) -> list[list[Panel]]:
+def drop_empty_columns(grid: list[list[Panel]]) -> list[list[Panel]]:
     """Datasets with no number in any panel get no column (a figure with none is not drawn)."""
     keep = [j for j in range(len(grid[0]) if grid else 0) if any(row[j].curves for row in grid)]
     return [[row[j] for j in keep] for row in grid] if keep else []
@@ -153,7 +153,7 @@ def _draw_panel(ax, panel: Panel, styles: dict[str, dict]) -> None:
 
 def draw(grid: list[list[Panel]]):
     """The figure of a grid of panels; the legend right of the axes, notes on coinciding lines below."""
-    plt = _plt()
+    plt = pyplot()
     rows, cols = len(grid), len(grid[0])
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     panels = [p for row in grid for p in row]
@@ -186,8 +186,8 @@ def save_figure(grid: list[list[Panel]], path: Path) -> list[Path]:
     if not grid:
         return []
     fig = draw(grid)
-    paths = _save(fig, path)
-    _plt().close(fig)
+    paths = save_png_pdf(fig, path)
+    pyplot().close(fig)
     return paths
 
 

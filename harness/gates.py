@@ -23,9 +23,9 @@ from models.soter.gates import cosine_matrix, gate_vectors, sample_segments
 
 
 def plot(matrix: np.ndarray, labels: list[str], per_group: int, path: Path, title: str) -> list[Path]:
-    from harness.figures import _plt, _save  # matplotlib: imported on use
+    from harness.figures import pyplot, save_png_pdf  # matplotlib: imported on use
 
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 4.4))
     im = ax.imshow(matrix, vmin=min(0.0, float(matrix.min())), vmax=1.0, cmap="viridis")
     ticks = [i * per_group + (per_group - 1) / 2 for i in range(len(labels))]
@@ -37,7 +37,7 @@ def plot(matrix: np.ndarray, labels: list[str], per_group: int, path: Path, titl
     fig.colorbar(im, ax=ax, label="cosine similarity")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    files = _save(fig, path)
+    files = save_png_pdf(fig, path)
     plt.close(fig)
     return files
 

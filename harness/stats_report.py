@@ -199,12 +199,12 @@ def leaderboard(frame: pd.DataFrame, windows: dict[tuple, dict[str, CellWindows]
 # -- figures -----------------------------------------------------------------------------------
 def horizon_figure(windows: dict[tuple, dict[str, CellWindows]], path_stem: Path) -> list[Path]:
     """RMSE against horizon step, one panel per (dataset, setting) of the clean condition."""
-    from harness.figures import _plt, _save
+    from harness.figures import pyplot, save_png_pdf
 
     cells = sorted(c for c in windows if c[2] == "clean")
     if not cells:
         return []
-    plt = _plt()
+    plt = pyplot()
     datasets = sorted({c[0] for c in cells})
     settings = sorted({c[1] for c in cells}, key=lambda w: tuple(int(x) for x in w.split("/")))
     fig, axes = plt.subplots(len(datasets), len(settings), figsize=(3.6 * len(settings), 2.8 * len(datasets)),
@@ -226,7 +226,7 @@ def horizon_figure(windows: dict[tuple, dict[str, CellWindows]], path_stem: Path
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
     try:
-        return _save(fig, path_stem)
+        return save_png_pdf(fig, path_stem)
     finally:
         plt.close(fig)
 

@@ -89,7 +89,7 @@ def pooled(frame: pd.DataFrame, task: str) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _entry(values: np.ndarray, statuses: set[str], requested: int) -> Entry:
+def summary_entry(values: np.ndarray, statuses: set[str], requested: int) -> Entry:
     if values.size:
         mean, std = mean_std(values * SCALE)
         return Entry(mean, std, int(values.size), requested, "ok")
@@ -115,7 +115,7 @@ def error_table(frame: pd.DataFrame, task: str, condition: str | None = None, mo
                 continue
             ok = g[g["complete"]]
             for col in (Column(ds, "RMSE"), Column(ds, "MAE")):
-                entries[(model, col)] = _entry(ok[col.label.lower()].to_numpy(), set(g["status"]), len(g))
+                entries[(model, col)] = summary_entry(ok[col.label.lower()].to_numpy(), set(g["status"]), len(g))
             if len(ok) < len(g):
                 reason = next((r for r in g.loc[~g["complete"], "reason"] if r), "")
                 notes.append(f"{model} on {ds}: {len(ok)}/{len(g)} {_error_task(task).replicate_words} complete"
@@ -140,7 +140,7 @@ def model_notes(models) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _measured(entries: dict[tuple[str, Column], Entry]) -> list[str]:
+def measured_models(entries: dict[tuple[str, Column], Entry]) -> list[str]:
     """Models with at least one number in the table, in first-seen order."""
     return list(dict.fromkeys(m for (m, _), e in entries.items() if e.status == "ok"))
 
@@ -148,10 +148,10 @@ def _measured(entries: dict[tuple[str, Column], Entry]) -> list[str]:
 def conditions(frame: pd.DataFrame, task: str) -> list[str]:
     """The task's conditions in numeric order (beta=0.05 < beta=0.1, 25% < 50%)."""
     found = frame.loc[frame["task"] == task, "condition"].unique().tolist()
-    return sorted(found, key=_condition_value)
+    return sorted(found, key=condition_value)
 
 
-def _condition_value(condition: str) -> float:
+def condition_value(condition: str) -> float:
     text = condition.split("=", 1)[-1].rstrip("%")
     try:
         return float(text)
@@ -282,5 +282,5 @@ def task_tables(frame: pd.DataFrame, task: str, models: list[str] | None = None,
     return get_task(task).tables(frame, models, datasets)
 
 
-def _stem(text: str) -> str:
+def file_stem(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-." else "_" for ch in text.split("=")[-1].rstrip("%"))

@@ -2,7 +2,7 @@
 tables' cells, legends cover no data, coinciding lines stay distinguishable and are named, and the
 label-efficiency axis reads in percent.
 
-The figure is read back from the Axes of the Figure handed to ``harness.figures._save`` (wrapped,
+The figure is read back from the Axes of the Figure handed to ``harness.figures.save_png_pdf`` (wrapped,
 so the PNG and PDF are still written): exact values and labels, no image parsing.
 """
 
@@ -16,7 +16,7 @@ import pytest
 
 from harness import figures
 from harness.store import COLUMNS
-from harness.tables import _condition_value, condition_tables
+from harness.tables import condition_value, condition_tables
 from harness.tasks.classification import TASK as CLASSIFICATION
 
 
@@ -68,15 +68,15 @@ RECORDS = {"imputation": lambda: error_records("imputation"), "noise": lambda: e
 
 @pytest.fixture
 def saved(monkeypatch, tmp_path):
-    """task -> (the Figure handed to _save, the paths written): the real save, observed."""
+    """task -> (the Figure handed to save_png_pdf, the paths written): the real save, observed."""
     caught = {}
-    real = figures._save
+    real = figures.save_png_pdf
 
     def spy(fig, path):
         caught["fig"] = fig
         return real(fig, path)
 
-    monkeypatch.setattr(figures, "_save", spy)
+    monkeypatch.setattr(figures, "save_png_pdf", spy)
 
     def make(task: str):
         paths = figures.task_figures(RECORDS[task](), task, tmp_path / task)
@@ -89,9 +89,9 @@ def _table_cells(task: str, frame: pd.DataFrame) -> dict[tuple[str, str, float],
     """(model, metric, x) -> (mean, std) as the task's tables print them (x100)."""
     if task == "classification":
         table = CLASSIFICATION.label_efficiency_table(frame, "cohort")
-        return {(model, col.label, _condition_value(col.group)): (e.mean, e.std)
+        return {(model, col.label, condition_value(col.group)): (e.mean, e.std)
                 for (model, col), e in table.entries.items()}
-    return {(model, col.label, _condition_value(condition)): (e.mean, e.std)
+    return {(model, col.label, condition_value(condition)): (e.mean, e.std)
             for condition, table in condition_tables(frame, task) for (model, col), e in table.entries.items()}
 
 

@@ -110,9 +110,9 @@ class ErrorTask(Task):
     unit: str = "window"  # what a cell scores ("no window of ... could be scored")
 
     def tables(self, frame, models=None, datasets=None):
-        from harness.tables import _stem, condition_tables
+        from harness.tables import file_stem, condition_tables
 
-        return [(f"{self.name}_{_stem(c)}", t) for c, t in condition_tables(frame, self.name, models, datasets)]
+        return [(f"{self.name}_{file_stem(c)}", t) for c, t in condition_tables(frame, self.name, models, datasets)]
 
     def figures(self, frame, out_dir):
         from harness.figures import error_panels, save_figure

@@ -50,7 +50,7 @@ class Classification(Task):
     def tables(self, frame, models=None, datasets=None):
         """The table at the full label budget (or the largest recorded) and, with two or more budgets, a
         label-efficiency table per dataset."""
-        from harness.tables import _stem, conditions
+        from harness.tables import file_stem, conditions
 
         budgets = conditions(frame, self.name)
         if not budgets:
@@ -59,13 +59,13 @@ class Classification(Task):
         out = [(self.name, self.classification_table(frame, main, models, datasets))]
         if len(budgets) > 1:
             for ds in datasets or list(dict.fromkeys(frame.loc[frame["task"] == self.name, "dataset"])):
-                out.append((f"label_efficiency_{_stem(ds)}", self.label_efficiency_table(frame, ds, models)))
+                out.append((f"label_efficiency_{file_stem(ds)}", self.label_efficiency_table(frame, ds, models)))
         return out
 
     def classification_table(self, frame, budget: str = "budget=100%", models=None, datasets=None):
         """Macro-F1 and Macro-AUROC per dataset at one label budget, and the Macro-AUROC averaged over the
         datasets (a model needs a number on every one)."""
-        from harness.tables import Column, Entry, Table, _measured, model_notes
+        from harness.tables import Column, Entry, Table, measured_models, model_notes
 
         rows = frame[frame["task"] == self.name]
         if rows.empty:
@@ -98,11 +98,11 @@ class Classification(Task):
                               for n in _notes(d)}))
         caption = (f"Linear-probe classification ({budget.split('=')[-1]} of the training labels): Macro-F1 and "
                    "Macro-AUROC x100 on pooled LOSO predictions, mean ± std over seeds.")
-        return Table(caption, tuple(columns), tuple(models), entries, notes, model_notes(_measured(entries)))
+        return Table(caption, tuple(columns), tuple(models), entries, notes, model_notes(measured_models(entries)))
 
     def label_efficiency_table(self, frame, dataset: str, models=None):
         """Macro-F1 and Macro-AUROC on one dataset at each label budget (a column group per budget)."""
-        from harness.tables import Column, Table, _measured, conditions, model_notes
+        from harness.tables import Column, Table, measured_models, conditions, model_notes
 
         rows = frame[(frame["task"] == self.name) & (frame["dataset"] == dataset)]
         budgets = conditions(rows, self.name)
@@ -117,7 +117,7 @@ class Classification(Task):
                     if e is not None:
                         entries[(model, col)] = e
         caption = f"Label efficiency on {dataset}: frozen linear probes with a share of the training labels, x100."
-        return Table(caption, tuple(columns), tuple(models), entries, (), model_notes(_measured(entries)))
+        return Table(caption, tuple(columns), tuple(models), entries, (), model_notes(measured_models(entries)))
 
     # -- figures -------------------------------------------------------------------------------
     def figures(self, frame, out_dir):
@@ -128,8 +128,8 @@ class Classification(Task):
     def label_efficiency_panels(self, frame):
         """With two or more label budgets: Macro-F1 and Macro-AUROC (x100) against the budget, a column
         per dataset, each point the cell of ``tables/label_efficiency_<dataset>``."""
-        from harness.figures import UNIT, Panel, _curves, _drop_empty_columns
-        from harness.tables import Column, _condition_value, conditions
+        from harness.figures import UNIT, Panel, table_curves, drop_empty_columns
+        from harness.tables import Column, condition_value, conditions
 
         rows = frame[frame["task"] == self.name]
         budgets = conditions(rows, self.name)
@@ -137,11 +137,11 @@ class Classification(Task):
             return []
         tables = {ds: self.label_efficiency_table(frame, ds) for ds in dict.fromkeys(rows["dataset"])}
         grid = [[Panel(ds, "training labels used", f"{label} ({UNIT})",
-                       _curves([(_condition_value(b), table, Column(b.split("=")[-1], label, True))
+                       table_curves([(condition_value(b), table, Column(b.split("=")[-1], label, True))
                                 for b in budgets]),
                        "{:g}%", log_x=True)
                  for ds, table in tables.items()] for label, _ in METRICS]
-        return _drop_empty_columns(grid)
+        return drop_empty_columns(grid)
 
     def figure_missing(self, frame):
         if frame.loc[frame["task"] == self.name, "condition"].nunique() < 2:
@@ -176,13 +176,13 @@ METRICS = (("Macro-F1", "macro_f1"), ("Macro-AUROC", "macro_auroc"))  # (table l
 
 def _class_entry(rows, model: str, dataset: str, condition: str, metric: str):
     """The table entry of one (model, dataset, budget, metric): mean and std over seeds; None: no rows."""
-    from harness.tables import _entry
+    from harness.tables import summary_entry
 
     g = rows[(rows["model"] == model) & (rows["dataset"] == dataset) & (rows["condition"] == condition)]
     if g.empty:
         return None
     ok = g[(g["status"] == "ok") & np.isfinite(g[metric])]
-    return _entry(ok[metric].to_numpy(), set(g["status"]), len(g))
+    return summary_entry(ok[metric].to_numpy(), set(g["status"]), len(g))
 
 
 def _notes(details_json: str) -> list[str]:
