@@ -14,6 +14,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator, Protocol, TypeVar
 
+from harness.inflight import top_up
+
 C = TypeVar("C")
 R = TypeVar("R")
 
@@ -66,9 +68,6 @@ def _worker_init(parent: int) -> None:
         pass
 
 
-_END = object()
-
-
 class ProcessExecutor:
     """Local worker processes (spawned, so no state leaks from the parent).
 
@@ -92,16 +91,11 @@ class ProcessExecutor:
     def run(self, fn: Callable[[C], R], cells: Iterable[C],
             on_lost: Callable[[C, BaseException], R] | None = None) -> Iterator[tuple[C, R]]:
         pending: dict[Future, C] = {}
-        queue = iter(cells)  # drawn lazily: the caller may skip cells that became done meanwhile
+        queue = iter(cells)
         exhausted = False
-        # keep a bounded number in flight so an interrupt cancels little work
         while not exhausted or pending:
-            while not exhausted and len(pending) < 2 * self.jobs:
-                cell = next(queue, _END)
-                if cell is _END:
-                    exhausted = True
-                    break
-                pending[self._pool.submit(fn, cell)] = cell
+            if not exhausted:  # the pool may have been replaced since the last round: look it up per call
+                exhausted = top_up(queue, pending, 2 * self.jobs, lambda cell: self._pool.submit(fn, cell))
             if not pending:
                 break
             done, _ = wait(pending, return_when=FIRST_COMPLETED)

@@ -12,6 +12,8 @@ import logging
 import os
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
+from harness.inflight import top_up
+
 C = TypeVar("C")
 R = TypeVar("R")
 
@@ -71,16 +73,13 @@ class RayExecutor:
             on_lost: Callable[[C, BaseException], R] | None = None) -> Iterator[tuple[C, R]]:
         ray = self._ray
         task = ray.remote(max_retries=0)(fn)
-        queue = iter(cells)  # drawn lazily, as the local executor does: the caller skips cells done meanwhile
-        limit = 2 * self.cluster_cpus  # a bounded number in flight, so an interrupt cancels little work
+        queue = iter(cells)
+        limit = 2 * self.cluster_cpus
         exhausted = False
         while not exhausted or self._pending:
-            while not exhausted and len(self._pending) < limit:
-                cell = next(queue, None)
-                if cell is None:
-                    exhausted = True
-                    break
-                self._pending[task.options(**self._resources(cell)).remote(cell)] = cell
+            if not exhausted:
+                exhausted = top_up(queue, self._pending, limit,
+                                   lambda cell: task.options(**self._resources(cell)).remote(cell))
             if not self._pending:
                 break
             done, _ = ray.wait(list(self._pending), num_returns=1)
