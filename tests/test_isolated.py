@@ -147,42 +147,6 @@ def test_a_point_only_worker_is_never_asked_for_quantiles():
         interface.forecast_quantiles(model, batch, _queries(batch, 2))
 
 
-def test_lag_llama_quantiles_come_from_the_median_s_own_paths(tmp_path, monkeypatch):
-    """The real Lag-Llama worker against tests/test_lag_llama.py's fake lag_llama package."""
-    torch = pytest.importorskip("torch")
-    import textwrap
-
-    from tests.test_lag_llama import FAKE, lag_llama_model
-
-    code = tmp_path / "lag-llama"
-    for name, text in FAKE.items():
-        (code / name).parent.mkdir(parents=True, exist_ok=True)
-        (code / name).write_text(textwrap.dedent(text))
-    monkeypatch.syspath_prepend(str(code))
-    try:
-        from gluonts.torch.distributions.studentT import StudentTOutput
-        from gluonts.torch.modules.loss import NegativeLogLikelihood
-
-        torch.save({"hyper_parameters": {"context_length": 32, "loss": NegativeLogLikelihood(),
-                                         "model_kwargs": {"input_size": 1, "context_length": 32, "n_layer": 1,
-                                                          "n_embd_per_head": 4, "n_head": 2, "scaling": "robust",
-                                                          "time_feat": True, "lags_seq": [0, 1, 6],
-                                                          "distr_output": StudentTOutput()}},
-                    "state_dict": {"level": torch.tensor([2.0])}}, code / "lag-llama.ckpt")
-    finally:
-        for mod in [m for m in sys.modules if m == "gluonts" or m.startswith("gluonts.")]:
-            monkeypatch.delitem(sys.modules, mod)
-    model = lag_llama_model(code)
-    assert model.capabilities.quantiles and model.describe()["quantile_levels"] == "any"
-    batch = _series(2, 2, 40)
-    q = _queries(batch, 6)
-    point, quant = interface.forecast_quantiles(model, batch, q)
-    np.testing.assert_array_equal(point, interface.forecast(model, batch, q))
-    assert quant.shape == (2, 2, 6, 9) and (np.diff(quant, axis=-1) >= 0).all()
-    np.testing.assert_allclose(quant[..., 4], point, atol=1e-5)  # 9 paths: the 0.5 level is the median
-    model.close()
-
-
 def test_worker_processes_end_with_their_model():
     model = echo_model()
     proc = model._worker._proc

@@ -122,6 +122,19 @@ def lag_llama_model(code: Path, seed: int = 0, **options: object) -> isolated.Wo
                                 seed=seed)
 
 
+
+def test_quantiles_come_from_the_median_s_own_paths(fake_code):
+    model = lag_llama_model(fake_code)
+    assert model.capabilities.quantiles and model.describe()["quantile_levels"] == "any"
+    batch = _series(2, 2, 40)
+    q = _queries(batch, 6)
+    point, quant = interface.forecast_quantiles(model, batch, q)
+    np.testing.assert_array_equal(point, interface.forecast(model, batch, q))
+    assert quant.shape == (2, 2, 6, 9) and (np.diff(quant, axis=-1) >= 0).all()
+    np.testing.assert_allclose(quant[..., 4], point, atol=1e-5)  # 9 paths: the 0.5 level is the median
+    model.close()
+
+
 # ---------------------------------------------------------------- the card
 
 def test_without_weights_it_needs_weights_and_says_both_downloads(monkeypatch, tmp_path):

@@ -45,26 +45,33 @@ class FakeForecaster(PreTrainedModel):
 '''
 
 
-@pytest.fixture(scope="module")
-def snapshot(tmp_path_factory):
+def _save_snapshot(folder, module: str, code: str, config_class: str, model_class: str, adjust=None):
+    """A checkpoint folder as the hub holds one: its own modelling code, config.json with an auto_map, weights."""
+    import importlib
     import sys
 
-    folder = tmp_path_factory.mktemp("fake-remote-code")
-    (folder / "modeling_fake.py").write_text(MODELING)
+    (folder / f"{module}.py").write_text(code)
     sys.path.insert(0, str(folder))
     try:
-        import modeling_fake
-
-        config = modeling_fake.FakeConfig()
-        config.auto_map = {"AutoConfig": "modeling_fake.FakeConfig", "AutoModelForCausalLM": "modeling_fake.FakeForecaster"}
-        model = modeling_fake.FakeForecaster(config)
-        model.damping.data.fill_(0.25)  # differs from the 0.5 the code initialises: proves the weights load
+        mod = importlib.import_module(module)
+        config = getattr(mod, config_class)()
+        config.auto_map = {"AutoConfig": f"{module}.{config_class}", "AutoModelForCausalLM": f"{module}.{model_class}"}
+        model = getattr(mod, model_class)(config)
+        if adjust is not None:
+            adjust(model)
         model.save_pretrained(folder)
     finally:
         sys.path.remove(str(folder))
-        sys.modules.pop("modeling_fake", None)
+        sys.modules.pop(module, None)
     assert json.loads((folder / "config.json").read_text())["auto_map"]
     return folder
+
+
+@pytest.fixture(scope="module")
+def snapshot(tmp_path_factory):
+    # damping 0.25 differs from the 0.5 the code initialises: proves the weights load
+    return _save_snapshot(tmp_path_factory.mktemp("fake-remote-code"), "modeling_fake", MODELING, "FakeConfig",
+                          "FakeForecaster", adjust=lambda model: model.damping.data.fill_(0.25))
 
 
 def test_the_flag_is_required_then_the_snapshot_forecasts(snapshot):
@@ -102,22 +109,8 @@ SAMPLING = MODELING.replace("FakeConfig", "FakeSamplingConfig").replace("FakeFor
 
 @pytest.fixture(scope="module")
 def sampling_snapshot(tmp_path_factory):
-    import sys
-
-    folder = tmp_path_factory.mktemp("fake-sampling-code")
-    (folder / "modeling_fake_sampler.py").write_text(SAMPLING)
-    sys.path.insert(0, str(folder))
-    try:
-        import modeling_fake_sampler as mod
-
-        config = mod.FakeSamplingConfig()
-        config.auto_map = {"AutoConfig": "modeling_fake_sampler.FakeSamplingConfig",
-                           "AutoModelForCausalLM": "modeling_fake_sampler.FakeSampler"}
-        mod.FakeSampler(config).save_pretrained(folder)
-    finally:
-        sys.path.remove(str(folder))
-        sys.modules.pop("modeling_fake_sampler", None)
-    return folder
+    return _save_snapshot(tmp_path_factory.mktemp("fake-sampling-code"), "modeling_fake_sampler", SAMPLING,
+                          "FakeSamplingConfig", "FakeSampler")
 
 
 def test_a_sampling_model_gives_quantiles_of_the_same_samples_and_an_unchanged_point(sampling_snapshot):
