@@ -23,11 +23,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from protocols.specs import accepts_old_names
+
 
 class ModelInputError(ValueError):
     """A batch handed to a model is malformed (shape, NaN, time order, too short)."""
 
 
+@accepts_old_names(windows="settings")
 @dataclass(frozen=True)
 class Capabilities:
     """What a model can do; the harness only asks for what is declared."""
@@ -42,14 +45,10 @@ class Capabilities:
     settings: tuple[tuple[int, int], ...] | None = None
     # forecasts quantiles too (``_forecast_quantiles``): the protocol then scores CRPS and weighted quantile loss
     quantiles: bool = False
-    windows: tuple[tuple[int, int], ...] | None = None  # deprecated: the earlier name of ``settings``
 
-    def __post_init__(self) -> None:
-        if self.windows is not None and self.settings is not None and tuple(self.windows) != tuple(self.settings):
-            raise ValueError("Capabilities: windows is the earlier name of settings; give one of them")
-        both = self.settings if self.settings is not None else self.windows
-        object.__setattr__(self, "settings", both)  # either name reads the same
-        object.__setattr__(self, "windows", both)
+    @property
+    def windows(self) -> tuple[tuple[int, int], ...] | None:  # deprecated: the earlier name of ``settings``
+        return self.settings
 
     def supports_setting(self, context: int, horizon: int) -> bool:
         if context < self.min_context:

@@ -10,8 +10,8 @@ class SpecError(ValueError):
     """A protocol parameter is unknown or out of range."""
 
 
-def _old_names(**renamed: str):
-    """Let a spec's constructor take the earlier names of renamed fields (issue #17) as keywords, for user code."""
+def accepts_old_names(**renamed: str):
+    """Let a dataclass's constructor (specs, ``Capabilities``) take the earlier names of renamed fields (issue #17) as keywords, for user code."""
 
     def wrap(cls):
         init = cls.__init__
@@ -99,7 +99,7 @@ class SamplingSpec:
         return self.stride if self.stride is not None else setting.horizon
 
 
-@_old_names(windows="settings")
+@accepts_old_names(windows="settings")
 @dataclass(frozen=True)
 class ForecastingSpec:
     settings: tuple[Setting, ...] = PAPER_SETTINGS
@@ -149,7 +149,7 @@ def _check_fractions(name: str, values: tuple[float, ...], low_open: bool = True
             raise SpecError(f"{name}: {v} is out of range")
 
 
-@_old_names(windows="settings")
+@accepts_old_names(windows="settings")
 @dataclass(frozen=True)
 class NoiseSpec:
     """Gaussian noise beta * sigma added to the context only; scored against the clean future.
@@ -180,7 +180,7 @@ class NoiseSpec:
         return f"noise;maxw={s.max_windows_per_subject};stride={s.stride};seed={s.seed}"
 
 
-@_old_names(points_per_window="points_per_segment")
+@accepts_old_names(points_per_window="points_per_segment")
 @dataclass(frozen=True)
 class ImputationSpec:
     """Causal imputation on segments of ``length`` samples (docs/protocols.md).
