@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from models.registry import register_model
-from protocols.interface import Capabilities, Model, SeriesBatch
+from protocols.interface import Capabilities, Model, SeriesBatch, quantile_indices
 
 MEDIAN = 4  # quantile levels 0.1 .. 0.9
 
@@ -42,14 +42,11 @@ class Fracast(Model):
 
     def _forecast_quantiles(self, batch: SeriesBatch, query_times: np.ndarray,
                             levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
-        native = [round(float(q), 6) for q in self._model.quantiles]
-        missing = [q for q in levels if round(q, 6) not in native]
-        if missing:
-            raise ValueError(f"{self.name} forecasts the quantiles {native}, not {missing}")
+        asked = quantile_indices(self._model.quantiles, levels, self.name)
         context = np.where(batch.mask[:, 0], batch.values[:, 0], np.nan).astype(np.float32)
         out = self._model.forecast_batch(context, horizon=query_times.shape[1])  # [V, H, Q]
         point = np.asarray(out[:, :, MEDIAN], dtype=np.float64)[:, None, :]
-        quantiles = np.asarray(out, dtype=np.float64)[:, None][..., [native.index(round(q, 6)) for q in levels]]
+        quantiles = np.asarray(out, dtype=np.float64)[:, None][..., asked]
         return point, quantiles
 
     def describe(self) -> dict[str, object]:

@@ -39,7 +39,7 @@ from baselines.checkout import CodeSource, find_checkout
 from baselines.foundation import CARDS, Card, check as check_weights, resolve_weights
 from models.registry import NEEDS_CODE, NEEDS_ENVIRONMENT, NEEDS_WEIGHTS, ModelUnavailableError, Unavailable
 from protocols.cache import cache_dir
-from protocols.interface import Capabilities, Model, SeriesBatch
+from protocols.interface import Capabilities, Model, SeriesBatch, quantile_indices
 
 ENVS_DIR = Path(__file__).with_name("envs")
 WORKERS_DIR = Path(__file__).with_name("workers")
@@ -312,10 +312,7 @@ class WorkerModel(Model):
             if wrong:
                 raise ValueError(f"{self.name}: quantile levels must lie in (0, 1), not {wrong}")
         else:
-            native = [round(float(q), 6) for q in offered]
-            missing = [q for q in levels if round(q, 6) not in native]
-            if missing:
-                raise ValueError(f"{self.name} forecasts the quantiles {native}, not {missing}")
+            quantile_indices(offered, levels, self.name)  # the worker picks them: only refuse what it lacks
         return self._request_forecast(batch, query_times.shape[1], levels)
 
     def _request_forecast(self, batch: SeriesBatch, h: int,

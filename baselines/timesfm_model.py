@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from baselines.foundation import Card, FoundationModel, register_card
-from protocols.interface import Capabilities, SeriesBatch
+from protocols.interface import Capabilities, SeriesBatch, quantile_indices
 
 PATCH, OUTPUT_PATCH, CONTEXT_LIMIT = 32, 128, 16384
 
@@ -68,13 +68,9 @@ class TimesFM25(FoundationModel):
         context = np.where(batch.mask[:, 0], batch.values[:, 0], np.nan)
         point, quantiles = self._model.forecast(horizon=h, inputs=[row for row in context])
         # quantile head: [B, H, 10] = the mean, then the deciles 0.1 .. 0.9
-        deciles = [round(0.1 * k, 6) for k in range(1, 10)]
-        missing = [q for q in levels if round(q, 6) not in deciles]
-        if missing:
-            raise ValueError(f"{self.name} forecasts the deciles 0.1 .. 0.9, not {missing}")
+        asked = quantile_indices([0.1 * k for k in range(1, 10)], levels, self.name)
         quant = np.asarray(quantiles, dtype=np.float64)[:, :h, 1:][:, None]  # [B, 1, H, 9]
-        return (np.asarray(point, dtype=np.float64)[:, None, :h],
-                quant[..., [deciles.index(round(q, 6)) for q in levels]])
+        return np.asarray(point, dtype=np.float64)[:, None, :h], quant[..., asked]
 
 register_card(Card(
     "timesfm-2.5", "TimesFM 2.5", "231.3M", "google/timesfm-2.5-200m-pytorch", source="Hugging Face",

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from baselines.foundation import Card, FoundationModel, register_card
-from protocols.interface import Capabilities, SeriesBatch
+from protocols.interface import Capabilities, SeriesBatch, quantile_indices
 
 CHECKPOINT = "model.ckpt"
 
@@ -47,13 +47,9 @@ class TiRex(FoundationModel):
         context = np.where(batch.mask[:, 0], batch.values[:, 0], np.nan).astype(np.float32)
         quantiles, _ = self._model.forecast(context, output_type="numpy", batch_size=self._batch_size,
                                             prediction_length=query_times.shape[1])  # [B, H, native Q]
-        native = [round(float(q), 6) for q in self._model.config.quantiles]
-        missing = [q for q in levels if round(q, 6) not in native]
-        if missing or 0.5 not in native:
-            raise ValueError(f"{self.name} forecasts the quantiles {native}, not {missing or [0.5]}")
+        *asked, median = quantile_indices(self._model.config.quantiles, (*levels, 0.5), self.name)
         out = np.asarray(quantiles, dtype=np.float64)[:, None]  # [B, 1, H, native Q]
-        point = out[..., native.index(0.5)]
-        return point, out[..., [native.index(round(q, 6)) for q in levels]]
+        return out[..., median], out[..., asked]
 
 register_card(Card(
     "tirex", "TiRex", "35.29M", "NX-AI/TiRex", source="Hugging Face",

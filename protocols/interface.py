@@ -216,6 +216,17 @@ def forecast(model: Model, batch: SeriesBatch, query_times: np.ndarray) -> np.nd
 QUANTILE_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # fev's and GIFT-Eval's levels
 
 
+def quantile_indices(native: tuple[float, ...] | list[float], levels: tuple[float, ...] | list[float],
+                     model: str) -> list[int]:
+    """Positions of ``levels`` among a model's own quantile levels (compared to 6 decimals, so 0.1 * 3
+    finds 0.3); a level the model does not forecast is a ValueError naming the levels it does."""
+    own = [round(float(q), 6) for q in native]
+    missing = [q for q in levels if round(q, 6) not in own]
+    if missing:
+        raise ValueError(f"{model} forecasts the quantiles {own}, not {missing}")
+    return [own.index(round(q, 6)) for q in levels]
+
+
 def forecast_quantiles(model: Model, batch: SeriesBatch, query_times: np.ndarray,
                        levels: tuple[float, ...] = QUANTILE_LEVELS) -> tuple[np.ndarray, np.ndarray]:
     """(point [B, C, H], quantiles [B, C, H, Q]) of a model that declares ``quantiles``."""
