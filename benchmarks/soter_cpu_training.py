@@ -2,9 +2,11 @@
 on the same batches (interleaved repetitions), so machine load affects both alike.
 
 Usage: python benchmarks/soter_cpu_training.py [--config soter-cpu-64] [--batch 8] [--channels 4]
-       [--length 256] [--threads 2] [--repeats 6]
+       [--length 256] [--threads 2] [--repeats 6] [--targets 32]
 Prints the median seconds per train step (forward, backward, AdamW) and tokens/s of each variant,
 and each variant's ratio to the reference (dense experts, the paper's fixed-length context).
+The last variant adds ``--targets`` M targets per window in the full-history regime
+(``--targets-per-window``, offsets uniform in 1..64): M solves from one backbone pass.
 Random weights and inputs: speed does not depend on them.  Record results in BENCHMARKS.md.
 """
 
@@ -23,14 +25,17 @@ from models.soter.moe import zero_missing_grads
 
 
 def step_seconds(model: SoterModel, opt: torch.optim.Optimizer, length: int, batch: int, channels: int,
-                 controlled: bool, seed: int) -> float:
+                 controlled: bool, seed: int, targets: int = 1) -> float:
     g = torch.Generator().manual_seed(seed)
-    values = torch.rand(batch, channels, length + 1, generator=g)
-    times = (torch.arange(length + 1, dtype=torch.float64) / 64).repeat(batch, 1)
+    m = 1 if controlled else targets  # the missingness regime keeps one next-sample target
+    values = torch.rand(batch, channels, length + m, generator=g)
+    times = (torch.arange(length, dtype=torch.float64) / 64).repeat(batch, 1)
+    offsets = torch.randint(1, 65, (batch, m), generator=g) if m > 1 else torch.ones(batch, 1)
+    query = times[:, -1:] + offsets.double() / 64
     mask = torch.rand(batch, channels, length, generator=g) > (0.15 if controlled else -1.0)
+    target, target_time = (values[..., length:], query) if m > 1 else (values[..., length], query[:, 0])
     t0 = time.perf_counter()
-    loss = model.next_step_loss(values[..., :length], times[:, :length], values[..., length], times[:, length],
-                                mask, controlled)
+    loss = model.next_step_loss(values[..., :length], times, target, target_time, mask, controlled)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     zero_missing_grads(model)
@@ -47,6 +52,7 @@ def main() -> None:
     p.add_argument("--min-context", type=int, default=32, help="the variable-length variant's lower bound")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", type=int, default=6)
+    p.add_argument("--targets", type=int, default=32, help="targets per window of the last variant")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     base = preset(args.config)
@@ -54,7 +60,10 @@ def main() -> None:
     mean_length = (args.min_context + args.length) // 2
     variants = [("dense experts, fixed length (reference)", "dense", args.length),
                 ("grouped experts, fixed length", "auto", args.length),
-                (f"grouped experts, mean variable length ({mean_length})", "auto", mean_length)]
+                (f"grouped experts, mean variable length ({mean_length})", "auto", mean_length),
+                (f"grouped experts, mean variable length ({mean_length}), {args.targets} targets per window",
+                 "auto", mean_length)]
+    targets = [1, 1, 1, args.targets]
     models = []
     for _, mode, _ in variants:
         torch.manual_seed(0)
@@ -63,7 +72,8 @@ def main() -> None:
     times: list[list[float]] = [[] for _ in variants]
     for r in range(args.repeats + 1):  # the first round warms up (numba compilation, allocator)
         for i, ((_, _, length), (m, opt)) in enumerate(zip(variants, models)):
-            s = step_seconds(m, opt, length, args.batch, args.channels, controlled=r % 2 == 1, seed=r)
+            s = step_seconds(m, opt, length, args.batch, args.channels, controlled=r % 2 == 1, seed=r,
+                             targets=targets[i])
             if r:
                 times[i].append(s)
     load = os.getloadavg()[0]

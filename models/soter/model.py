@@ -165,8 +165,15 @@ class SoterModel(nn.Module):
     def next_step_loss(self, values: torch.Tensor, timestamps: torch.Tensor, target: torch.Tensor,
                        target_time: torch.Tensor, mask: torch.Tensor, controlled: bool) -> torch.Tensor:
         """Huber loss of the prediction at the next timestamp (the pre-training target), plus the
-        learned router's auxiliary loss when that ablation is on."""
-        pred = self.predict(values, timestamps, mask, target_time[:, None], controlled)[..., 0]
+        learned router's auxiliary loss when that ablation is on.  ``target`` [B, C] at ``target_time``
+        [B]; or, full-history regime only, [B, C, M] at [B, M]: M targets of the same context, each
+        decoded by its own solve from h_T (``predict_each``), the loss their mean."""
+        if target_time.dim() == 2:
+            if controlled:
+                raise ValueError("several targets per window are for the full-history regime (z = 0) only")
+            pred = self.predict_each(values, timestamps, target_time)
+        else:
+            pred = self.predict(values, timestamps, mask, target_time[:, None], controlled)[..., 0]
         loss = nn.functional.huber_loss(pred, target.to(pred.dtype), delta=self.config.huber_delta)
         enc_aux = self.encode(values * mask, timestamps).aux_loss if self.config.router == "learned" else 0.0
         return loss + enc_aux

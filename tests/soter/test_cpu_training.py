@@ -110,6 +110,79 @@ def test_target_offsets_and_context_lengths(corpus):
         WindowSampler(ds, 40, 2, seed=0, min_context=41)
 
 
+def test_several_targets_per_window(corpus):
+    """M targets per window: the context is the one-target sampler's, each target is the sample k after
+    it (k drawn as for one target), the missingness regime keeps its one next-sample target."""
+    ds = open_corpus(corpus)  # one synthetic dataset on a regular 64 Hz grid
+    one = WindowSampler(ds, 40, 4, seed=5, max_target_offset=12, next_step_prob=0.3, min_context=10)
+    many = WindowSampler(ds, 40, 4, seed=5, max_target_offset=12, next_step_prob=0.3, min_context=10,
+                         targets_per_window=5)
+    explicit = WindowSampler(ds, 40, 4, seed=5, max_target_offset=12, next_step_prob=0.3, min_context=10,
+                             targets_per_window=1)
+    regimes = set()
+    for step in range(10):
+        a, b = one.batch(step), many.batch(step)
+        np.testing.assert_array_equal(explicit.batch(step).values, a.values)
+        length = many.context_length(step)
+        regimes.add(b.missing_regime)
+        assert b.observed.shape == a.observed.shape == (4, a.values.shape[1], length)
+        np.testing.assert_array_equal(b.values[..., :length], a.values[..., :length])
+        if b.missing_regime:
+            assert b.n_targets == 1 and np.array_equal(b.values, a.values) and np.array_equal(b.observed, a.observed)
+            continue
+        k = many.target_offsets(step, 0, False)
+        assert b.n_targets == 5 and k.shape == (4, 5) and b.values.shape[-1] == length + 5
+        np.testing.assert_allclose(b.times[:, length:] - b.times[:, length - 1:length], k / 64.0, rtol=1e-9)
+        raw = _raw_windows(ds, step, 40 + 12)
+        for j in range(5):  # target j is the raw window's sample k[:, j] after the context's last one
+            rows = np.arange(4)
+            np.testing.assert_array_equal(b.values[rows, :, length + j], raw[rows, :, 39 + k[:, j]])
+    assert regimes == {True, False}
+    with pytest.raises(ValueError, match="targets_per_window"):
+        WindowSampler(ds, 40, 2, seed=0, targets_per_window=3)  # all targets would be the next sample
+    with pytest.raises(ValueError, match="targets_per_window"):
+        WindowSampler(ds, 40, 2, seed=0, max_target_offset=4, targets_per_window=0)
+
+
+def _raw_windows(ds, step: int, window: int) -> np.ndarray:
+    """The [B, C, window] windows a seed-5, batch-4 sampler draws at ``step`` before cutting context and
+    targets out of them (a one-target sampler of the same window length draws the same starts)."""
+    return WindowSampler(ds, window - 1, 4, seed=5).batch(step).values
+
+
+def test_several_targets_loss_is_the_mean_of_single_target_losses():
+    torch.manual_seed(0)
+    model = SoterModel(TINY).double().eval()
+    values = torch.randn(2, 3, 30, dtype=torch.float64)
+    times = (torch.arange(40, dtype=torch.float64) / 50).repeat(2, 1)
+    mask = torch.ones_like(values, dtype=torch.bool)
+    query = torch.stack([times[0, [30, 33, 39]], times[1, [31, 30, 36]]])  # [B, M], per window its own offsets
+    target = torch.randn(2, 3, 3, dtype=torch.float64)
+    with torch.no_grad():
+        several = model.next_step_loss(values, times[:, :30], target, query, mask, False)
+        singles = [model.next_step_loss(values, times[:, :30], target[..., j], query[:, j], mask, False)
+                   for j in range(3)]
+        torch.testing.assert_close(several, torch.stack(singles).mean(), rtol=1e-9, atol=1e-12)
+        with pytest.raises(ValueError, match="full-history"):
+            model.next_step_loss(values, times[:, :30], target, query, mask, True)
+
+
+def test_training_with_several_targets_runs_and_resumes_exactly(corpus, tmp_path):
+    cfg = _cfg(corpus, tmp_path / "a", max_target_offset=8, next_step_prob=0.25, min_context=16,
+               targets_per_window=4, steps=4, checkpoint_every=2)
+    straight = Trainer(cfg)
+    straight.fit(log=lambda m: None)
+    half = Trainer(TrainConfig(**{**cfg.to_dict(), "out": str(tmp_path / "b")}))
+    for _ in range(2):
+        half.train_step()
+    half.save()
+    resumed = Trainer(TrainConfig(**{**cfg.to_dict(), "out": str(tmp_path / "b")}))
+    assert resumed.resume() and resumed.step == 2
+    resumed.fit(log=lambda m: None)
+    for name, value in straight.model.state_dict().items():
+        torch.testing.assert_close(resumed.model.state_dict()[name], value, rtol=0, atol=0, msg=name)
+
+
 def test_heldout_loss_is_fixed_and_logged_with_cumulative_wall_time(corpus, val_corpus, tmp_path):
     cfg = _cfg(corpus, tmp_path, val_corpus=str(val_corpus), val_every=2, val_batches=2, max_target_offset=8,
                next_step_prob=0.5, min_context=16)

@@ -30,6 +30,9 @@ class TrainConfig:
     max_target_offset: int = 1
     next_step_prob: float = 1.0
     min_context: int = 0  # > 0: each step's context length uniform in [min_context, max_length]
+    # > 1 (needs max_target_offset > 1): in the full-history regime M targets per window, each offset drawn
+    # as above, each decoded by its own solve from the one h_T (more supervision per backbone pass)
+    targets_per_window: int = 1
     # held-out loss: a second corpus (e.g. other synthetic seeds), val_batches fixed batches every val_every steps
     val_corpus: str = ""
     val_every: int = 500

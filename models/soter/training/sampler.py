@@ -13,6 +13,9 @@ Two options beyond the paper (both off by default, where the batch is exactly th
 after its context (k = 1, the paper's next timestamp, with probability ``next_step_prob``, else
 uniform in 2..K), so that the decoder learns to reach any queried timestamp within K samples;
 the missingness regime keeps k = 1 (its spline control would be extrapolated over k samples).
+``targets_per_window`` M > 1 (with K > 1) gives each window of the full-history regime M targets,
+each offset drawn as above (i.i.d.), all from the same context: the model decodes each by its own
+solve from the one h_T, so one backbone pass is supervised at M timestamps instead of one.
 ``min_context`` > 0 draws the step's context length uniformly in [min_context, max_length] (the
 paper's windows are "at most" max_length long); the context is the newest part of the window.
 Both are drawn from their own seeded streams: the dataset and regime of every step stay those of
@@ -35,24 +38,29 @@ MAX_REDRAWS = 50
 
 @dataclass(frozen=True)
 class Batch:
-    values: np.ndarray  # [B, C, L + 1] float32: the context, then the target (k samples after it)
-    times: np.ndarray  # [B, L + 1] float64
+    values: np.ndarray  # [B, C, L + M] float32: the context, then the M targets (k samples after it each)
+    times: np.ndarray  # [B, L + M] float64
     observed: np.ndarray  # [B, C, L] bool: the context mask of the regime
     missing_regime: bool
     dataset: str
+    n_targets: int = 1  # M: 1 unless targets_per_window > 1 (full-history regime only)
 
 
 class WindowSampler:
     def __init__(self, datasets: list[CorpusDataset], max_length: int, batch_size: int, seed: int,
                  missing_prob: float = 0.5, missing_rate: float = 0.15, rank: int = 0, world_size: int = 1,
                  dataset_weighting: str = "size", max_target_offset: int = 1, next_step_prob: float = 1.0,
-                 min_context: int = 0) -> None:
+                 min_context: int = 0, targets_per_window: int = 1) -> None:
         if max_target_offset < 1 or not 0 <= next_step_prob <= 1:
             raise ValueError("max_target_offset must be >= 1 and next_step_prob in [0, 1]")
+        if targets_per_window < 1 or (targets_per_window > 1 and max_target_offset == 1):
+            raise ValueError(f"targets_per_window must be >= 1, and > 1 only with max_target_offset > 1 "
+                             f"(got {targets_per_window} with max_target_offset {max_target_offset})")
         if not 0 <= min_context <= max_length:
             raise ValueError(f"min_context must be in [0, max_length={max_length}], got {min_context}")
         self.max_length, self.max_target_offset = max_length, max_target_offset
         self.next_step_prob, self.min_context = next_step_prob, min_context
+        self.targets_per_window = targets_per_window
         self.window = max_length + max_target_offset
         self.datasets = [d for d in datasets if (d.lengths >= self.window).any()]
         if not self.datasets:
@@ -74,7 +82,7 @@ class WindowSampler:
         """The sampler a training config describes (``seed`` overrides its seed: the held-out batches)."""
         return cls(datasets, cfg.max_length, cfg.batch_size, cfg.seed if seed is None else seed, cfg.missing_prob,
                    cfg.missing_rate, rank, world_size, cfg.dataset_weighting, cfg.max_target_offset,
-                   cfg.next_step_prob, cfg.min_context)
+                   cfg.next_step_prob, cfg.min_context, cfg.targets_per_window)
 
     def batch(self, step: int, micro: int = 0) -> Batch:
         rng = np.random.default_rng(stable_seed(self.seed, "batch", step, micro))
@@ -98,11 +106,12 @@ class WindowSampler:
         values_arr, times_arr = np.stack(values), np.stack(times)
         if self.max_target_offset > 1 or self.min_context:
             values_arr, times_arr = self._context_and_target(values_arr, times_arr, step, micro, missing)
-        observed = np.ones(values_arr[..., :-1].shape, dtype=bool)
+        n_targets = 1 if missing else self.targets_per_window
+        observed = np.ones(values_arr[..., :-n_targets].shape, dtype=bool)
         if missing:
             observed = rng.random(observed.shape) >= self.missing_rate
         sl = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
-        return Batch(values_arr[sl], times_arr[sl], observed[sl], missing, ds.name)
+        return Batch(values_arr[sl], times_arr[sl], observed[sl], missing, ds.name, n_targets)
 
     def tokens(self, step: int, micro: int = 0) -> int:
         """B x C x L of this rank's batch at ``step``, without drawing its windows (tokens seen)."""
@@ -118,23 +127,26 @@ class WindowSampler:
         return int(rng.integers(self.min_context, self.max_length + 1))
 
     def target_offsets(self, step: int, micro: int, missing: bool) -> np.ndarray:
-        """k per window of the global batch: 1 in the missingness regime, else 1 with probability
-        ``next_step_prob`` and uniform in 2..K otherwise."""
+        """k per window of the global batch, [B] (or [B, M] with ``targets_per_window`` M > 1 in the
+        full-history regime): 1 in the missingness regime, else 1 with probability ``next_step_prob``
+        and uniform in 2..K otherwise."""
         total = self.batch_size * self.world_size
         if missing or self.max_target_offset == 1:
             return np.ones(total, dtype=np.int64)
         rng = np.random.default_rng(stable_seed(self.seed, "target-offset", step, micro))
-        far = rng.integers(2, self.max_target_offset + 1, size=total)
-        return np.where(rng.random(total) < self.next_step_prob, 1, far)
+        shape = total if self.targets_per_window == 1 else (total, self.targets_per_window)
+        far = rng.integers(2, self.max_target_offset + 1, size=shape)
+        return np.where(rng.random(shape) < self.next_step_prob, 1, far)
 
     def _context_and_target(self, values: np.ndarray, times: np.ndarray, step: int, micro: int,
                             missing: bool) -> tuple[np.ndarray, np.ndarray]:
-        """[B, C, max_length + K] windows -> [B, C, L + 1]: the newest L context samples, then the
-        sample k after the context's last one."""
+        """[B, C, max_length + K] windows -> [B, C, L + M]: the newest L context samples, then the
+        samples k after the context's last one (M = 1 but with ``targets_per_window``)."""
         length, top = self.context_length(step, micro), self.max_length
         k = self.target_offsets(step, micro, missing)
-        rows = np.arange(len(values))
-        target = values[rows, :, top - 1 + k]  # [B, C]
+        k = k[:, None] if k.ndim == 1 else k  # [B, M]
+        rows = np.arange(len(values))[:, None]
+        target = values[rows, :, top - 1 + k].transpose(0, 2, 1)  # [B, M, C] -> [B, C, M]
         ctx = values[:, :, top - length:top]
-        return (np.concatenate([ctx, target[:, :, None]], axis=2),
-                np.concatenate([times[:, top - length:top], times[rows, top - 1 + k][:, None]], axis=1))
+        return (np.concatenate([ctx, target], axis=2),
+                np.concatenate([times[:, top - length:top], times[rows, top - 1 + k]], axis=1))

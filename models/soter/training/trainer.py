@@ -44,11 +44,14 @@ def lr_factor(step: int, warmup: int, total: int) -> float:
 
 
 def batch_loss(module: torch.nn.Module, batch: Batch, device: torch.device) -> torch.Tensor:
-    """The model's forward is the next-timestamp loss; ``module`` may be the DDP wrapper."""
+    """The model's forward is the next-timestamp loss; ``module`` may be the DDP wrapper.  A batch with
+    M > 1 targets per window passes them as [B, C, M] values at [B, M] times."""
     values = torch.as_tensor(batch.values, device=device)
     times = torch.as_tensor(batch.times, device=device)
     mask = torch.as_tensor(batch.observed, device=device)
-    return module(values[..., :-1], times[:, :-1], values[..., -1], times[:, -1], mask, batch.missing_regime)
+    m = batch.n_targets
+    target, target_time = (values[..., -1], times[:, -1]) if m == 1 else (values[..., -m:], times[:, -m:])
+    return module(values[..., :-m], times[:, :-m], target, target_time, mask, batch.missing_regime)
 
 
 class Trainer:
