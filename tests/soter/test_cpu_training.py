@@ -3,6 +3,7 @@ options reproduce the paper's batch when off, per-query decoding, held-out loss,
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -195,6 +196,21 @@ def test_heldout_loss_is_fixed_and_logged_with_cumulative_wall_time(corpus, val_
     resumed = Trainer(cfg.__class__(**{**cfg.to_dict(), "steps": 6}))
     assert resumed.resume() and resumed.wall_before > 0
     assert resumed.wall_seconds() >= resumed.wall_before
+
+
+def test_shipped_summary_names_where_the_training_config_changed(corpus, tmp_path):
+    from models.soter.training.ship import ship
+
+    run = tmp_path / "run"
+    first = Trainer(_cfg(corpus, run, steps=2, checkpoint_every=2))
+    first.fit(log=lambda m: None)
+    second = Trainer(_cfg(corpus, run, steps=4, checkpoint_every=2, max_target_offset=8, targets_per_window=3))
+    assert second.resume() and second.step == 2
+    second.fit(log=lambda m: None)
+    summary = json.loads((ship(run, "x", dest=tmp_path / "shipped") / "TRAINING.json").read_text())
+    assert summary["steps"] == 4 and summary["train_config"]["targets_per_window"] == 3
+    assert summary["config_changes"] == [{"from_step": 2, "changed": {
+        "steps": [2, 4], "max_target_offset": [1, 8], "targets_per_window": [1, 3]}}]
 
 
 # -- per-query decoding -----------------------------------------------------------------------------------

@@ -141,11 +141,37 @@ def training_summary(run: Path, checkpoint: str) -> dict:
                "wall_seconds": round(float(state.get("wall_seconds", 0.0)), 1),
                "final_train_loss_mean_last_10_logs": float(train["loss"].tail(10).mean()),
                "hardware": _hardware(), "torch": torch.__version__, "train_config": cfg.to_dict()}
+    changes = config_changes(run, step)
+    if changes:
+        summary["config_changes"] = changes
     if (run / "val_log.csv").is_file():
         val = read_log(run / "val_log.csv")
         val = val[val["step"] <= step]
         summary["final_heldout_loss"] = float(val["val_loss"].iloc[-1])
     return summary
+
+
+def config_changes(run: Path, up_to: int) -> list[dict]:
+    """Where the run's training config changed (a resume with other options or another ``--steps``),
+    read from the configs its saved checkpoints were written with: ``train_config`` alone would
+    describe every step by the last phase's options."""
+    import json
+
+    import torch
+
+    changes, previous, previous_step = [], None, 0
+    for ckpt in checkpoints_of(run):
+        step = int(ckpt.name.split("-")[1])
+        if step > up_to:
+            break
+        state = torch.load(ckpt / "trainer_state.pt", map_location="cpu", weights_only=True)
+        config = json.loads(state["config"])
+        if previous is not None:
+            changed = {k: [previous.get(k), v] for k, v in config.items() if previous.get(k) != v}
+            if changed:  # the new options took effect when the run resumed from the previous checkpoint
+                changes.append({"from_step": previous_step, "changed": changed})
+        previous, previous_step = config, step
+    return changes
 
 
 def ship(run: Path, name: str, checkpoint: str | None = None, dest: Path | None = None) -> Path:
