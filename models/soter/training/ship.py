@@ -60,8 +60,10 @@ def quick_eval_curve(run: Path, dataset: str, every: int = 1, samples: int = 32,
     return out
 
 
-def plot_curves(run: Path, dest: Path) -> Path:
-    """Training loss (and its running mean), held-out loss, quick-evaluation RMSE/MAE against the step."""
+def plot_curves(run: Path, dest: Path, changes: list[int] = ()) -> Path:
+    """Training loss (and its running mean), held-out loss, quick-evaluation RMSE/MAE against the step.
+    ``changes``: steps from which the training options changed, drawn as dashed lines (the logged
+    held-out loss uses the sampler of the options in force, so it is comparable only within a phase)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -89,6 +91,8 @@ def plot_curves(run: Path, dest: Path) -> Path:
             for metric in ("rmse", "mae"):
                 ax.plot(q["step"], 100 * q[metric], marker="o", ms=3, label=metric.upper())
             title = f"{title}\n{q['dataset'].iloc[0]}, 128/64, {q['rollout'].iloc[0]}"
+        for i, step in enumerate(changes):
+            ax.axvline(step, color="grey", ls="--", lw=0.8, label="training options changed" if i == 0 else None)
         ax.set_xlabel("optimisation step")
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
@@ -211,7 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.eval_dataset:
         quick_eval_curve(args.run, args.eval_dataset, args.eval_every)
     dest = ship(args.run, args.name, args.checkpoint, args.dest)
-    plot_curves(args.run, dest)
+    import json
+
+    summary = json.loads((dest / "TRAINING.json").read_text())
+    plot_curves(args.run, dest, [c["from_step"] for c in summary.get("config_changes", [])])
     print(f"shipped {args.run} -> {dest}")
     return 0
 
