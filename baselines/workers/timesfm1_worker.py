@@ -43,7 +43,6 @@ def load(weights: str | None, options: dict[str, Any]):
 
     import torch
     import timesfm
-    from timesfm import timesfm_base
 
     if not weights:
         raise ValueError("TimesFM needs a weights directory holding torch_model.ckpt (or a hub id)")
