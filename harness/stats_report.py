@@ -131,6 +131,8 @@ def significance(frame: pd.DataFrame, windows: dict[tuple, dict[str, CellWindows
                          "ci_high": getattr(ci, f"{metric}_high"), "reference": ref,
                          "p_value": t.p_value if t else np.nan, "p_holm": t.p_holm if t else np.nan,
                          "not_worse": bool(t.not_worse) if t else None,
+                         "better": bool(t is not None and model != ref and t.p_holm < alpha
+                                        and t.mean_error < tests[ref].mean_error),
                          "n_windows": int(len(w.sse)), "n_subjects": int(ci.n_blocks),
                          "note": (t.note if t else "its windows differ from the reference's: not tested")
                          or ci.note})
@@ -138,12 +140,13 @@ def significance(frame: pd.DataFrame, windows: dict[tuple, dict[str, CellWindows
 
 
 def significance_grid(sig: pd.DataFrame) -> pd.DataFrame:
-    """Models x cells: "12.34 [11.9, 13.1]" (x100) with "*" for the cell's best model and "=" for one
-    not significantly worse than it."""
+    """Models x cells: "12.34 [11.9, 13.1]" (x100) with "*" for the reference (the cell's best model unless
+    one was named), "+" for a model significantly better than it and "=" for one not significantly worse."""
     if sig.empty:
         return pd.DataFrame()
     def text(r) -> str:
-        mark = "*" if r["model"] == r["reference"] else ("=" if r["not_worse"] else "")
+        better = bool(r.get("better", False))  # absent from significance tables written before it existed
+        mark = "*" if r["model"] == r["reference"] else ("+" if better else "=" if r["not_worse"] else "")
         return f"{r['value'] * SCALE:.2f} [{r['ci_low'] * SCALE:.2f}, {r['ci_high'] * SCALE:.2f}]{mark}"
     sig = sig.assign(cell=sig["dataset"] + " " + sig["setting"] + _condition_suffix(sig), text=sig.apply(text, axis=1))
     return sig.pivot(index="model", columns="cell", values="text").fillna("")
@@ -299,7 +302,9 @@ def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: s
             sig.to_csv(out / f"significance_{metric}_{task}.csv", index=False)
             grid = significance_grid(sig)
             _write(grid, out / f"significance_{metric}_{task}_grid",
-                   f"{label} x100 [95% block-bootstrap interval over subjects]; * = the cell's best model, "
+                   f"{label} x100 [95% block-bootstrap interval over subjects]; * = "
+                   + (f"the reference model, {reference}" if reference else "the cell's best model")
+                   + ", + = significantly better than it, "
                    f"= = not significantly worse than it (Wilcoxon signed-rank over the same windows, Holm-corrected, "
                    f"alpha {alpha}).")
             done.produced.append(f"{task} {label} significance and intervals: statistics/significance_{metric}_{task}"

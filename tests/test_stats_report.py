@@ -101,6 +101,14 @@ def test_significance_marks_and_bootstrap_intervals(tmp_path):
     assert grid.loc["A", "d 48/24"].endswith("*") and grid.loc["B", "d 48/24"].endswith("=")
     assert grid.loc["seasonal-naive", "d 48/24"].endswith("]")  # significantly worse: no mark
     assert grid.loc["A", "d 48/24"].startswith("100.00 [100.00, 100.00]")
+    assert not sig["better"].any()  # nothing beats the cell's best
+    # against a named reference: A is significantly better than seasonal-naive (p_holm 4/128 < 0.05), B is not
+    # (one non-zero difference from A, so no test can separate it from A either), C and E are worse or equal
+    named = stats_report.significance(frame, _windows(frame, tmp_path), "forecasting", "rmse",
+                                      reference="seasonal-naive", n_boot=200)
+    marks = stats_report.significance_grid(named)["d 48/24"].str[-1].to_dict()
+    assert marks["seasonal-naive"] == "*" and marks["A"] == "+"
+    assert named.set_index(["setting", "model"]).loc[("48/24", "A"), "better"]
 
 
 def test_report_writes_statistics_and_says_what_old_records_cannot_give(tmp_path):
