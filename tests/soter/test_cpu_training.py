@@ -213,6 +213,25 @@ def test_shipped_summary_names_where_the_training_config_changed(corpus, tmp_pat
         "steps": [2, 4], "max_target_offset": [1, 8], "targets_per_window": [1, 3]}}]
 
 
+def test_a_new_run_can_start_from_a_checkpoints_weights(corpus, tmp_path):
+    torch.manual_seed(1)
+    source = SoterModel(TINY)
+    save_pretrained(source, tmp_path / "ckpt")
+    write_checksums(tmp_path / "ckpt")
+    trainer = Trainer(_cfg(corpus, tmp_path / "run", init_weights=str(tmp_path / "ckpt")))
+    assert trainer.step == 0
+    for name, value in source.state_dict().items():
+        assert torch.equal(trainer.model.state_dict()[name], value), name
+    assert not torch.equal(Trainer(_cfg(corpus, tmp_path / "other")).model.embed.gate.weight,
+                           source.embed.gate.weight)  # without it: the seeded random initialisation
+    trainer.fit(log=lambda m: None)
+    assert json.loads(torch.load(tmp_path / "run" / "checkpoint-00000004" / "trainer_state.pt",
+                                 weights_only=True)["config"])["init_weights"] == str(tmp_path / "ckpt")
+    save_pretrained(SoterModel(TINY.replace(hidden_size=TINY.hidden_size * 2)), tmp_path / "wide")
+    with pytest.raises(CheckpointError, match="init-weights model config differs.*hidden_size"):
+        Trainer(_cfg(corpus, tmp_path / "run2", init_weights=str(tmp_path / "wide")))
+
+
 # -- per-query decoding -----------------------------------------------------------------------------------
 def test_per_query_decoding_is_one_single_target_prediction_per_query():
     torch.manual_seed(0)

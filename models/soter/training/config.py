@@ -33,6 +33,9 @@ class TrainConfig:
     # > 1 (needs max_target_offset > 1): in the full-history regime M targets per window, each offset drawn
     # as above, each decoded by its own solve from the one h_T (more supervision per backbone pass)
     targets_per_window: int = 1
+    # a new run (step 0, fresh optimizer and schedule) whose weights start from this SOTER checkpoint folder
+    # (fine-tuning, or continuing on other hardware without the optimizer state); "" = random initialisation
+    init_weights: str = ""
     # held-out loss: a second corpus (e.g. other synthetic seeds), val_batches fixed batches every val_every steps
     val_corpus: str = ""
     val_every: int = 500

@@ -69,7 +69,10 @@ class Trainer:
         model_cfg = model_config if model_config is not None else preset(cfg.model)
         if cfg.solver:
             model_cfg = dataclasses.replace(model_cfg, solver=cfg.solver)
-        self.model = SoterModel(model_cfg).to(self.device)
+        self.model = SoterModel(model_cfg)
+        if cfg.init_weights:
+            self._init_from(Path(cfg.init_weights))
+        self.model = self.model.to(self.device)
         self.module: torch.nn.Module = self.model
         self.fsdp = cfg.fsdp and self.world_size > 1
         if self.fsdp:  # FSDP2: each block, then the root, shards in place (self.module is self.model)
@@ -93,6 +96,16 @@ class Trainer:
         self.wall_before = 0.0  # training seconds of earlier processes (resumed runs)
         self._started = time.perf_counter()
         self.out = Path(cfg.out)
+
+    def _init_from(self, path: Path) -> None:
+        """Start from a checkpoint's weights (checksums verified); its model config must be this run's."""
+        loaded = from_pretrained(path)
+        if loaded.config != self.model.config:
+            theirs, ours = dataclasses.asdict(loaded.config), dataclasses.asdict(self.model.config)
+            diff = ", ".join(f"{k} {theirs[k]!r} (the run: {ours[k]!r})" for k in ours if theirs.get(k) != ours[k])
+            raise CheckpointError(f"{path / 'config.json'}: the --init-weights model config differs from this run's "
+                                  f"--model {self.cfg.model}: {diff}")
+        self.model.load_state_dict(loaded.state_dict())
 
     def wall_seconds(self) -> float:
         """Wall-clock seconds spent training, summed over resumed runs."""
