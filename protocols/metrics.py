@@ -36,7 +36,8 @@ def error_sums(prediction: np.ndarray, target: np.ndarray, mask: np.ndarray | No
         err = err[np.asarray(mask, dtype=bool)]
     if not np.all(np.isfinite(err)):
         raise ValueError("non-finite prediction or target among scored points")
-    return ErrorSums(float(np.sum(err**2)), float(np.sum(np.abs(err))), int(err.size))
+    with np.errstate(over="ignore"):  # finite but huge errors overflow to inf: callers turn that into an error row
+        return ErrorSums(float(np.sum(err**2)), float(np.sum(np.abs(err))), int(err.size))
 
 
 @dataclass(frozen=True)
