@@ -232,6 +232,17 @@ def test_a_new_run_can_start_from_a_checkpoints_weights(corpus, tmp_path):
         Trainer(_cfg(corpus, tmp_path / "run2", init_weights=str(tmp_path / "wide")))
 
 
+def test_embedding_init_std_redraws_only_the_input_embedding(corpus, tmp_path):
+    plain = Trainer(_cfg(corpus, tmp_path / "a")).model.state_dict()
+    wide = Trainer(_cfg(corpus, tmp_path / "b", embedding_init_std=1.0)).model.state_dict()
+    embed = {"embed.gate.weight", "embed.value.weight"}
+    for name, value in plain.items():
+        if name in embed:
+            assert wide[name].std() > 0.5 and value.std() < 0.05, name
+        else:
+            assert torch.equal(wide[name], value), name
+
+
 # -- per-query decoding -----------------------------------------------------------------------------------
 def test_per_query_decoding_is_one_single_target_prediction_per_query():
     torch.manual_seed(0)
@@ -280,3 +291,22 @@ def test_resume_drops_log_rows_of_the_stopped_run(corpus, tmp_path):
     resumed.fit(log=lambda m: None)
     steps = [int(r.split(",")[0]) for r in (tmp_path / "train_log.csv").read_text().splitlines()[1:]]
     assert steps == [1, 2, 3, 4]
+
+
+# -- level diagnostics ---------------------------------------------------------------------------------------------
+def test_level_diagnostics_on_held_out_windows(corpus, capsys, tmp_path):
+    from models.soter.training.diagnose import level_diagnostics, main
+
+    torch.manual_seed(0)
+    model = SoterModel(TINY)
+    first = level_diagnostics(model, corpus, context=40, batches=3, batch_size=4, targets=16)
+    assert first == level_diagnostics(model, corpus, context=40, batches=3, batch_size=4, targets=16)
+    assert first.windows == 12 and list(first.model) == list(first.last_value)
+    assert set(first.model) <= {"1", "2-4", "5-16", "17-64"} and "17-64" in first.model
+    assert all(np.isfinite(v) for v in (first.readout_at_last, *first.model.values(), *first.last_value.values()))
+    # smooth 64 Hz signals: last value is far better one sample ahead than a quarter of a second ahead
+    assert first.last_value[next(iter(first.last_value))] < first.last_value["17-64"]
+    save_pretrained(model, tmp_path / "ckpt")
+    assert main(["--checkpoint", str(tmp_path / "ckpt"), "--corpus", str(corpus), "--context", "40",
+                 "--batches", "2"]) == 0
+    assert "|readout(h_T) - x_T|" in capsys.readouterr().out

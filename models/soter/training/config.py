@@ -33,6 +33,10 @@ class TrainConfig:
     # > 1 (needs max_target_offset > 1): in the full-history regime M targets per window, each offset drawn
     # as above, each decoded by its own solve from the one h_T (more supervision per backbone pass)
     targets_per_window: int = 1
+    # > 0: re-draw the gated input embedding's two Linear(1, H) weights with this std after the model's own
+    # initialisation (normal, std initializer_range = 0.02 in the official code). With inputs in [0, 1] that
+    # init gives embeddings of RMS ~1e-4, under the RMSNorm eps: see docs/soter-training.md. 0 = the official init
+    embedding_init_std: float = 0.0
     # a new run (step 0, fresh optimizer and schedule) whose weights start from this SOTER checkpoint folder
     # (fine-tuning, or continuing on other hardware without the optimizer state); "" = random initialisation
     init_weights: str = ""

@@ -70,6 +70,9 @@ class Trainer:
         if cfg.solver:
             model_cfg = dataclasses.replace(model_cfg, solver=cfg.solver)
         self.model = SoterModel(model_cfg)
+        if cfg.embedding_init_std > 0:  # drawn after the model's own init: every other weight stays the same
+            for weight in (self.model.embed.gate.weight, self.model.embed.value.weight):
+                torch.nn.init.normal_(weight, std=cfg.embedding_init_std)
         if cfg.init_weights:
             self._init_from(Path(cfg.init_weights))
         self.model = self.model.to(self.device)
