@@ -131,8 +131,11 @@ def significance(frame: pd.DataFrame, windows: dict[tuple, dict[str, CellWindows
                          "ci_high": getattr(ci, f"{metric}_high"), "reference": ref,
                          "p_value": t.p_value if t else np.nan, "p_holm": t.p_holm if t else np.nan,
                          "not_worse": bool(t.not_worse) if t else None,
+                         # significant, and lower both in the paired windows' mean and in the cell score shown
+                         # (a few large errors can make them disagree: then no "+")
                          "better": bool(t is not None and model != ref and t.p_holm < alpha
-                                        and t.mean_error < tests[ref].mean_error),
+                                        and t.mean_error < tests[ref].mean_error
+                                        and score.get(model, np.nan) < score.get(ref, np.nan)),
                          "n_windows": int(len(w.sse)), "n_subjects": int(ci.n_blocks),
                          "note": (t.note if t else "its windows differ from the reference's: not tested")
                          or ci.note})

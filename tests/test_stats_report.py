@@ -109,6 +109,12 @@ def test_significance_marks_and_bootstrap_intervals(tmp_path):
     marks = stats_report.significance_grid(named)["d 48/24"].str[-1].to_dict()
     assert marks["seasonal-naive"] == "*" and marks["A"] == "+"
     assert named.set_index(["setting", "model"]).loc[("48/24", "A"), "better"]
+    # a cell score (pooled) that disagrees with the paired windows' direction gets no "+"
+    skewed = frame.copy()
+    skewed.loc[(skewed.model == "A") & (skewed.setting == "48/24"), "sse"] = 1e6
+    again = stats_report.significance(skewed, _windows(frame, tmp_path), "forecasting", "rmse",
+                                      reference="seasonal-naive", n_boot=200)
+    assert not again.set_index(["setting", "model"]).loc[("48/24", "A"), "better"]
 
 
 def test_report_writes_statistics_and_says_what_old_records_cannot_give(tmp_path):
