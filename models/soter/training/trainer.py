@@ -100,15 +100,20 @@ class Trainer:
         self._started = time.perf_counter()
         self.out = Path(cfg.out)
 
-    def _init_from(self, path: Path) -> None:
-        """Start from a checkpoint's weights (checksums verified); its model config must be this run's."""
+    def _load_matching(self, path: Path, what: str) -> SoterModel:
+        """A checkpoint's model (checksums verified) whose config must be this run's; the error names
+        the fields that differ."""
         loaded = from_pretrained(path)
         if loaded.config != self.model.config:
             theirs, ours = dataclasses.asdict(loaded.config), dataclasses.asdict(self.model.config)
             diff = ", ".join(f"{k} {theirs[k]!r} (the run: {ours[k]!r})" for k in ours if theirs.get(k) != ours[k])
-            raise CheckpointError(f"{path / 'config.json'}: the --init-weights model config differs from this run's "
+            raise CheckpointError(f"{path / 'config.json'}: {what} model config differs from this run's "
                                   f"--model {self.cfg.model}: {diff}")
-        self.model.load_state_dict(loaded.state_dict())
+        return loaded
+
+    def _init_from(self, path: Path) -> None:
+        """Start from a checkpoint's weights; its model config must be this run's."""
+        self.model.load_state_dict(self._load_matching(path, "the --init-weights").state_dict())
 
     def wall_seconds(self) -> float:
         """Wall-clock seconds spent training, summed over resumed runs."""
@@ -196,9 +201,7 @@ class Trainer:
             raise CheckpointError(f"{state_file}: missing trainer state") from exc
         except Exception as exc:  # a truncated or corrupt file
             raise CheckpointError(f"{state_file}: unreadable trainer state ({type(exc).__name__}: {exc})") from exc
-        loaded = from_pretrained(path)
-        if loaded.config != self.model.config:
-            raise CheckpointError(f"{path / 'config.json'}: the checkpoint's model config differs from this run's")
+        loaded = self._load_matching(path, "the checkpoint's")
         if bool(state.get("fsdp", False)) != self.fsdp:
             raise CheckpointError(f"{state_file}: written {'with' if state.get('fsdp') else 'without'} FSDP; resume "
                                   f"with --fsdp {'true' if state.get('fsdp') else 'false'} on more than one process")
