@@ -47,6 +47,19 @@ class SoterConfig:
     atol: float = 1e-5
     rk4_steps: int = 8  # steps over s in [0, 1] for fixed-step solvers
     min_dt: float = 1e-5
+    # beyond the paper (off by default = the paper's model; docs/soter-training.md, "Recipe options"):
+    # "window": the backbone sees each (sample, channel) row standardised by the mean and standard
+    # deviation of its observed context (floored at scale_floor), and predictions are mapped back
+    # (loc + scale * readout): forecasts then move with a shifted or scaled signal
+    input_scaling: str = "none"
+    scale_floor: float = 1e-3
+    # a linear value path Linear(1, H) (with bias) added to the gated embedding, drawn with std
+    # value_embedding_init: the value enters linearly and above the RMSNorm eps
+    value_embedding: bool = False
+    value_embedding_init: float = 1.0
+    # "last-value": prediction = last observed value + scale * (readout(h(t)) - readout(h_T)), so a
+    # zero decoder change is exactly last value (last observation carried forward when imputing)
+    output_skip: str = "none"
     # training
     huber_delta: float = 2.0
     initializer_range: float = 0.02
@@ -68,12 +81,20 @@ class SoterConfig:
         choices = {"router": ("psd", "learned"), "dft_impl": ("fast", "torch", "loop"),
                    "time_normalisation": ("official", "authors", "none"),
                    "shared_expert_input": ("window_mean", "causal_mean"),
-                   "expert_execution": ("auto", "dense", "grouped")}
+                   "expert_execution": ("auto", "dense", "grouped"),
+                   "input_scaling": ("none", "window"), "output_skip": ("none", "last-value")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        if min(self.rtol, self.atol, self.min_dt) <= 0:
-            raise ConfigError("rtol, atol and min_dt must be positive")
+        if min(self.rtol, self.atol, self.min_dt, self.scale_floor) <= 0:
+            raise ConfigError("rtol, atol, min_dt and scale_floor must be positive")
+        if self.value_embedding_init < 0:
+            raise ConfigError(f"value_embedding_init must be >= 0, got {self.value_embedding_init}")
+
+    @property
+    def is_faithful(self) -> bool:
+        """True when no option beyond the paper's architecture is on (the recipe may still differ)."""
+        return (self.input_scaling, self.value_embedding, self.output_skip) == ("none", False, "none")
 
     @property
     def head_dim(self) -> int:

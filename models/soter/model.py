@@ -40,6 +40,26 @@ class Block(nn.Module):
 
 
 @dataclass
+class WindowFrame:
+    """Per (sample, channel) row: where the model's units sit in the data's, and the last observed
+    value. ``loc`` = 0, ``scale`` = 1 unless ``input_scaling="window"``. All [B, C, 1]."""
+    loc: torch.Tensor
+    scale: torch.Tensor
+    last: torch.Tensor
+
+    def rows(self, name: str) -> torch.Tensor:
+        """One of the fields as [B*C, 1] (the decoder's rows)."""
+        return getattr(self, name).reshape(-1, 1)
+
+
+def last_observed(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The last observed value of each row of [B, C, T] (0 where a row has none): [B, C, 1]."""
+    t = values.shape[-1]
+    idx = torch.where(mask, torch.arange(t, device=values.device), -1).amax(-1, keepdim=True)
+    return torch.where(idx >= 0, values.gather(-1, idx.clamp_min(0)), torch.zeros_like(values[..., :1]))
+
+
+@dataclass
 class Encoded:
     hidden: torch.Tensor  # [B*C, T, H] after the final norm
     aux_loss: torch.Tensor
@@ -52,10 +72,15 @@ class SoterModel(nn.Module):
         super().__init__()
         self.config = cfg
         self.embed = GatedEmbedding(cfg.hidden_size)
+        # beyond the paper: a linear value path beside the gated embedding (absent by default, so the
+        # paper's model has exactly the paper's parameters)
+        self.value_path = nn.Linear(1, cfg.hidden_size) if cfg.value_embedding else None
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.decoder = Decoder(cfg)
         self.apply(self._init)
+        if self.value_path is not None:
+            nn.init.normal_(self.value_path.weight, std=cfg.value_embedding_init)
 
     def _init(self, module: nn.Module) -> None:
         if isinstance(module, nn.Linear):
@@ -75,10 +100,43 @@ class SoterModel(nn.Module):
         angles = rotary_angles_authors if self.config.time_normalisation == "authors" else rotary_angles
         return angles(self.positions(timestamps), self.config.head_dim, self.config.rope_theta)
 
+    # -- the model's units (input_scaling) ---------------------------------------------------------
+    def frame(self, values: torch.Tensor, mask: torch.Tensor) -> WindowFrame:
+        """Location and scale of each row's observed context (0 and 1 unless ``input_scaling="window"``),
+        and its last observed value."""
+        last = last_observed(values, mask)
+        if self.config.input_scaling == "none":
+            return WindowFrame(torch.zeros_like(last), torch.ones_like(last), last)
+        w = mask.to(values.dtype)
+        n = w.sum(-1, keepdim=True).clamp_min(1.0)
+        loc = (values * w).sum(-1, keepdim=True) / n
+        var = (((values - loc) * w) ** 2).sum(-1, keepdim=True) / n
+        return WindowFrame(loc, var.sqrt().clamp_min(self.config.scale_floor), last)
+
+    def model_inputs(self, values: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, WindowFrame]:
+        """The values the backbone sees (in the frame's units, missing points zero-filled) and the frame."""
+        fr = self.frame(values, mask)
+        if self.config.input_scaling == "none":
+            return values * mask, fr
+        return torch.where(mask, (values - fr.loc) / fr.scale, torch.zeros_like(values)), fr
+
+    def to_data_units(self, readout: torch.Tensor, readout_last: torch.Tensor, fr: WindowFrame) -> torch.Tensor:
+        """Readouts [R, Q] at the query times and [R, 1] at t_T (the decoder's start) -> predictions
+        [R, Q] in the data's units: loc + scale * readout, or with ``output_skip="last-value"`` the
+        last observed value plus the scaled change of the readout since t_T."""
+        scale = fr.rows("scale").to(readout.dtype)
+        if self.config.output_skip == "last-value":
+            return fr.rows("last").to(readout.dtype) + scale * (readout - readout_last)
+        return fr.rows("loc").to(readout.dtype) + scale * readout
+
     def encode(self, values: torch.Tensor, timestamps: torch.Tensor) -> Encoded:
-        """values [B, C, T] (missing points zero-filled), timestamps [B, T] seconds."""
+        """values [B, C, T] in the model's units (``model_inputs``; missing points zero-filled),
+        timestamps [B, T] seconds."""
         b, c, t = values.shape
-        x = self.embed(values.reshape(b * c, t, 1).to(self.embed.gate.weight.dtype))
+        x_in = values.reshape(b * c, t, 1).to(self.embed.gate.weight.dtype)
+        x = self.embed(x_in)
+        if self.value_path is not None:
+            x = x + self.value_path(x_in)
         cos, sin = self.rotary(timestamps)
         rotary = (cos.repeat_interleave(c, dim=0), sin.repeat_interleave(c, dim=0))
         aux = x.new_zeros(())
@@ -102,14 +160,23 @@ class SoterModel(nn.Module):
 
         ``controlled``: the CDE regime (spline control from the observed prefix), else z = 0.
         """
+        return self.predict_with_readouts(values, timestamps, mask, query_times, controlled)[0]
+
+    def predict_with_readouts(self, values: torch.Tensor, timestamps: torch.Tensor, mask: torch.Tensor,
+                              query_times: torch.Tensor, controlled: bool = False
+                              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, WindowFrame]:
+        """``predict``'s [B, C, Q], with the raw readouts it came from ([B*C, Q] at the queries,
+        [B*C, 1] at t_T) and the frame (training's auxiliary loss needs them)."""
         b, c, t = values.shape
-        enc = self.encode(values * mask, timestamps)
-        h_last = enc.hidden[:, -1]
+        inputs, fr = self.model_inputs(values, mask)
+        enc = self.encode(inputs, timestamps)
+        h_last = enc.hidden[:, -1].to(self.decoder.readout.weight.dtype)
         t_last = timestamps[:, -1].double().repeat_interleave(c)
         t_query = query_times.double().repeat_interleave(c, dim=0)
-        spline = self.control_spline(values, timestamps, mask) if controlled else None
-        out = self.decoder(h_last.to(self.decoder.readout.weight.dtype), t_last, t_query, spline)
-        return out.view(b, c, -1)
+        spline = self.control_spline(inputs, timestamps, mask) if controlled else None
+        readout = self.decoder(h_last, t_last, t_query, spline)
+        readout_last = self.decoder.readout(h_last)
+        return self.to_data_units(readout, readout_last, fr).view(b, c, -1), readout, readout_last, fr
 
     def predict_each(self, values: torch.Tensor, timestamps: torch.Tensor, query_times: torch.Tensor) -> torch.Tensor:
         """One backbone pass, then every query time decoded by its own solve from h_T (z = 0): [B, C, Q].
@@ -117,14 +184,21 @@ class SoterModel(nn.Module):
         Each query is then exactly the single-target prediction the model makes for it (as in
         training with ``max_target_offset`` > 1); the solves run as one batch of B*C*Q rows.
         """
+        return self.predict_each_with_readouts(values, timestamps, query_times)[0]
+
+    def predict_each_with_readouts(self, values: torch.Tensor, timestamps: torch.Tensor, query_times: torch.Tensor
+                                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, WindowFrame]:
+        """``predict_each``'s [B, C, Q], with its raw readouts ([B*C, Q] and [B*C, 1] at t_T) and frame."""
         b, c, t = values.shape
         q = query_times.shape[1]
-        enc = self.encode(values, timestamps)
-        h_last = enc.hidden[:, -1].repeat_interleave(q, dim=0)  # [B*C*Q, H]
+        inputs, fr = self.model_inputs(values, torch.ones_like(values, dtype=torch.bool))
+        enc = self.encode(inputs, timestamps)
+        h_last = enc.hidden[:, -1].to(self.decoder.readout.weight.dtype)  # [B*C, H]
         t_last = timestamps[:, -1].double().repeat_interleave(c * q)
         t_query = query_times.double().repeat_interleave(c, dim=0).reshape(-1, 1)
-        out = self.decoder(h_last.to(self.decoder.readout.weight.dtype), t_last, t_query)
-        return out.view(b, c, q)
+        readout = self.decoder(h_last.repeat_interleave(q, dim=0), t_last, t_query).view(b * c, q)
+        readout_last = self.decoder.readout(h_last)
+        return self.to_data_units(readout, readout_last, fr).view(b, c, q), readout, readout_last, fr
 
     def forecast(self, values: torch.Tensor, timestamps: torch.Tensor, query_times: torch.Tensor,
                  rollout: str = "autoregressive") -> torch.Tensor:
@@ -151,32 +225,49 @@ class SoterModel(nn.Module):
     def embed_batch(self, values: torch.Tensor, timestamps: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Final-norm hidden states, masked mean over time, then mean over channels: [B, H]."""
         b, c, t = values.shape
-        enc = self.encode(values * mask, timestamps)
+        enc = self.encode(self.model_inputs(values, mask)[0], timestamps)
         m = mask.reshape(b * c, t, 1).to(enc.hidden.dtype)
         per_row = (enc.hidden * m).sum(1) / m.sum(1).clamp_min(1.0)
         return per_row.view(b, c, -1).mean(1)
 
     # -- training objective ------------------------------------------------------------------------
     def forward(self, values: torch.Tensor, timestamps: torch.Tensor, target: torch.Tensor,
-                target_time: torch.Tensor, mask: torch.Tensor, controlled: bool) -> torch.Tensor:
+                target_time: torch.Tensor, mask: torch.Tensor, controlled: bool,
+                aux_absolute_weight: float = 0.0) -> torch.Tensor:
         """The pre-training loss (so that DistributedDataParallel can wrap the model)."""
-        return self.next_step_loss(values, timestamps, target, target_time, mask, controlled)
+        return self.next_step_loss(values, timestamps, target, target_time, mask, controlled, aux_absolute_weight)
 
     def next_step_loss(self, values: torch.Tensor, timestamps: torch.Tensor, target: torch.Tensor,
-                       target_time: torch.Tensor, mask: torch.Tensor, controlled: bool) -> torch.Tensor:
+                       target_time: torch.Tensor, mask: torch.Tensor, controlled: bool,
+                       aux_absolute_weight: float = 0.0) -> torch.Tensor:
         """Huber loss of the prediction at the next timestamp (the pre-training target), plus the
         learned router's auxiliary loss when that ablation is on.  ``target`` [B, C] at ``target_time``
         [B]; or, full-history regime only, [B, C, M] at [B, M]: M targets of the same context, each
-        decoded by its own solve from h_T (``predict_each``), the loss their mean."""
+        decoded by its own solve from h_T (``predict_each``), the loss their mean.
+
+        ``aux_absolute_weight`` w > 0 (beyond the paper; for ``output_skip="last-value"``): adds w times
+        the Huber loss of the absolute readout (loc + scale * readout) at the target and at t_T (against
+        the last observed value), so the readout keeps carrying the level and cannot die."""
         if target_time.dim() == 2:
             if controlled:
                 raise ValueError("several targets per window are for the full-history regime (z = 0) only")
-            pred = self.predict_each(values, timestamps, target_time)
+            pred, readout, readout_last, fr = self.predict_each_with_readouts(values, timestamps, target_time)
         else:
-            pred = self.predict(values, timestamps, mask, target_time[:, None], controlled)[..., 0]
-        loss = nn.functional.huber_loss(pred, target.to(pred.dtype), delta=self.config.huber_delta)
-        enc_aux = self.encode(values * mask, timestamps).aux_loss if self.config.router == "learned" else 0.0
-        return loss + enc_aux
+            pred, readout, readout_last, fr = self.predict_with_readouts(values, timestamps, mask,
+                                                                         target_time[:, None], controlled)
+            pred = pred[..., 0]
+        target = target.to(pred.dtype)
+        loss = nn.functional.huber_loss(pred, target, delta=self.config.huber_delta)
+        if aux_absolute_weight > 0:
+            loc, scale = fr.rows("loc").to(pred.dtype), fr.rows("scale").to(pred.dtype)
+            absolute = (loc + scale * readout).view(pred.shape)
+            absolute_last = loc + scale * readout_last
+            loss = loss + aux_absolute_weight * (
+                nn.functional.huber_loss(absolute, target, delta=self.config.huber_delta)
+                + nn.functional.huber_loss(absolute_last, fr.rows("last").to(pred.dtype), delta=self.config.huber_delta))
+        if self.config.router == "learned":
+            loss = loss + self.encode(self.model_inputs(values, mask)[0], timestamps).aux_loss
+        return loss
 
 
 def count_parameters(model: SoterModel) -> tuple[int, int]:

@@ -22,7 +22,9 @@ class TrainConfig:
     eps: float = 1e-8
     weight_decay: float = 0.01
     warmup_steps: int = 20
-    dataset_weighting: str = "size"  # per-step dataset draw: "size" (by window count) or "uniform"
+    # per-step dataset draw: "size" (by window count), "uniform", or "sqrt" (by the square root of the window
+    # count: a 5-hour recording is not drawn 500 times as often as a 30-second clip, nor as rarely)
+    dataset_weighting: str = "size"
     missing_prob: float = 0.5  # per step: the fair coin between the two regimes
     missing_rate: float = 0.15  # share of context points masked in the missingness regime
     # beyond the paper (off by default; docs/soter-training.md): in the full-history regime the target
@@ -40,6 +42,14 @@ class TrainConfig:
     # a new run (step 0, fresh optimizer and schedule) whose weights start from this SOTER checkpoint folder
     # (fine-tuning, or continuing on other hardware without the optimizer state); "" = random initialisation
     init_weights: str = ""
+    # beyond the paper: model options (SoterConfig fields of the same names; "" / "none" / False leave the
+    # preset's value) stored in the checkpoint's config.json, so the checkpoint runs as trained everywhere
+    input_scaling: str = ""
+    value_embedding: bool = False
+    output_skip: str = ""
+    # > 0 (with output_skip="last-value"): the absolute readout's Huber loss at the target and at t_T, times
+    # this weight, is added to the loss, so the readout keeps carrying the level (it cannot die)
+    aux_absolute_weight: float = 0.0
     # held-out loss: a second corpus (e.g. other synthetic seeds), val_batches fixed batches every val_every steps
     val_corpus: str = ""
     val_every: int = 500
@@ -64,6 +74,20 @@ class TrainConfig:
             raise ValueError("missing_prob must be in [0, 1] and missing_rate in [0, 1)")
         if self.min_length > self.max_length:
             raise ValueError("min_length must not exceed max_length")
+        if self.aux_absolute_weight < 0:
+            raise ValueError("aux_absolute_weight must be >= 0")
+
+    def model_overrides(self) -> dict[str, Any]:
+        """The SoterConfig fields this run sets beyond its preset (the options left at their defaults
+        keep the preset's values)."""
+        out: dict[str, Any] = {}
+        if self.input_scaling:
+            out["input_scaling"] = self.input_scaling
+        if self.value_embedding:
+            out["value_embedding"] = True
+        if self.output_skip:
+            out["output_skip"] = self.output_skip
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

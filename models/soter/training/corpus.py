@@ -69,9 +69,14 @@ def synthetic_stream(n_subjects: int = 20, seconds_per_state: float = 60.0, seed
                    "synthetic pre-training stream", {"source": "synthetic", "seed": seed})
 
 
-def wfdb_datasets(folder: Path, exclude: tuple[str, ...] = ("100",)) -> list[Dataset]:
+def wfdb_datasets(folder: Path, exclude: tuple[str, ...] = ("100",), split_rates: bool = False) -> list[Dataset]:
     """Every WFDB record of a folder as its own dataset (records differ in channel layout, and a
-    batch holds windows of one dataset)."""
+    batch holds windows of one dataset).
+
+    A multi-frequency record (signals with several samples per frame) is read as wfdb reads it by
+    default, every signal averaged to the frame rate, unless ``split_rates``: then one dataset per
+    rate, each signal at its own rate (``wfdb-<record>@<rate>Hz``). The default keeps the corpus of
+    the shipped ``soter-cpu-64`` reproducible; splitting keeps an ECG's QRS shape."""
     import wfdb
 
     from protocols.data import Recording
@@ -83,10 +88,22 @@ def wfdb_datasets(folder: Path, exclude: tuple[str, ...] = ("100",)) -> list[Dat
             continue
         if name in MITDB_RECORDS:
             raise CorpusError(f"{hea}: MIT-BIH record {name} is evaluation data; exclude it from the corpus")
-        r = wfdb.rdrecord(str(hea.with_suffix("")))
-        sig = np.asarray(r.p_signal, dtype=np.float64).T
-        out.append(Dataset(f"wfdb-{name}", tuple(r.sig_name), (Recording(name, name, sig, np.arange(sig.shape[1]) / r.fs),),
-                           float(r.fs), None, f"WFDB record {hea}", {"source": "wfdb"}))
+        r = wfdb.rdrecord(str(hea.with_suffix("")), smooth_frames=not split_rates)
+        frames = [int(n) for n in r.samps_per_frame] if split_rates else [1] * r.n_sig
+        if max(frames) == 1:
+            groups = {1: list(range(len(frames)))}
+        else:  # a multi-frequency record: one dataset per rate, each signal at its own rate (not frame-averaged)
+            groups = {}
+            for i, n in enumerate(frames):
+                groups.setdefault(n, []).append(i)
+        for n, idx in sorted(groups.items()):
+            fs = float(r.fs) * n
+            sig = (np.asarray(r.p_signal, dtype=np.float64).T if not split_rates
+                   else np.stack([np.asarray(r.e_p_signal[i], dtype=np.float64) for i in idx]))
+            key = f"wfdb-{name}" if len(groups) == 1 else f"wfdb-{name}@{fs:g}Hz"
+            out.append(Dataset(key, tuple(r.sig_name[i] for i in idx),
+                               (Recording(name, name, sig, np.arange(sig.shape[1]) / fs),),
+                               fs, None, f"WFDB record {hea}", {"source": "wfdb"}))
     if not out:
         raise CorpusError(f"{folder}: no WFDB records")
     return out

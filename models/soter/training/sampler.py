@@ -68,10 +68,13 @@ class WindowSampler:
         if dataset_weighting == "size":
             sizes = np.array([np.maximum(d.lengths - self.window + 1, 0).sum() for d in self.datasets], dtype=float)
             self.dataset_p = sizes / sizes.sum()
+        elif dataset_weighting == "sqrt":
+            sizes = np.sqrt([np.maximum(d.lengths - self.window + 1, 0).sum() for d in self.datasets])
+            self.dataset_p = sizes / sizes.sum()
         elif dataset_weighting == "uniform":
             self.dataset_p = np.full(len(self.datasets), 1.0 / len(self.datasets))
         else:
-            raise ValueError(f"dataset_weighting must be 'size' or 'uniform', got {dataset_weighting!r}")
+            raise ValueError(f"dataset_weighting must be 'size', 'sqrt' or 'uniform', got {dataset_weighting!r}")
         self.batch_size, self.seed = batch_size, seed
         self.missing_prob, self.missing_rate = missing_prob, missing_rate
         self.rank, self.world_size = rank, world_size

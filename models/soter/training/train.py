@@ -49,7 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--synthetic-rates", type=float, nargs="+", default=list(DEFAULT_RATES),
                        help="one synthetic dataset per rate; every second one irregularly sampled")
     build.add_argument("--wfdb", type=Path, nargs="*", default=[], help="folders of WFDB records")
-    build.add_argument("--exclude", nargs="*", default=["100"], help="WFDB record names to leave out")
+    build.add_argument("--exclude", nargs="*", default=["100"],
+                       help="WFDB record, MIMIC-III segment or BioSPPy clip names to leave out (a held-out set)")
+    build.add_argument("--mimic3wdb-channels", nargs="+", default=None, metavar="NAME",
+                       help="MIMIC-III signals to keep (default: II PLETH RESP ABP); 'all' keeps every waveform")
+    build.add_argument("--wfdb-split-rates", action="store_true",
+                       help="read a multi-frequency WFDB record as one dataset per rate (default: every signal "
+                            "averaged to the frame rate, as wfdb reads it and as the shipped corpus was built)")
     build.add_argument("--folder", type=Path, nargs="*", default=[], help="datasets in the harness folder format")
     for kind in READERS:
         build.add_argument(f"--{kind}", type=Path, nargs="*", default=[], metavar="DIR",
@@ -93,13 +99,13 @@ def _build(args: argparse.Namespace) -> int:
             writer.add(rec.dataset, rec.channels, rec.subject, rec.name, rec.chunks, rec.source)
             recordings += 1
     for folder in args.wfdb:
-        for ds in wfdb_datasets(folder, tuple(args.exclude)):
+        for ds in wfdb_datasets(folder, tuple(args.exclude), args.wfdb_split_rates):
             add_dataset(ds)
     for folder in args.folder:
         add_dataset(load_folder_dataset(folder))
     for kind in READERS:
         for root in getattr(args, kind.replace("-", "_")):
-            for rec in read_source(kind, root):
+            for rec in read_source(kind, root, **_reader_options(kind, args)):
                 writer.add(rec.dataset, rec.channels, rec.subject, rec.name, rec.chunks, rec.source)
                 recordings += 1
     for folder in writer.close():
@@ -108,6 +114,20 @@ def _build(args: argparse.Namespace) -> int:
               f"channels {index['channels']}")
     print(f"{recordings} recordings written to {args.out}")
     return 0
+
+
+def _reader_options(kind: str, args: argparse.Namespace) -> dict:
+    """The build flags a reader takes: held-out names for every reader that reads named recordings,
+    the channel choice for MIMIC-III."""
+    if kind == "mimic3wdb":
+        options: dict = {"exclude": tuple(args.exclude)}
+        if args.mimic3wdb_channels:
+            wanted = args.mimic3wdb_channels
+            options["channels"] = None if [c.lower() for c in wanted] == ["all"] else tuple(wanted)
+        return options
+    if kind == "biosppy":
+        return {"exclude": tuple(args.exclude)}
+    return {}
 
 
 if __name__ == "__main__":

@@ -43,7 +43,8 @@ def lr_factor(step: int, warmup: int, total: int) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
-def batch_loss(module: torch.nn.Module, batch: Batch, device: torch.device) -> torch.Tensor:
+def batch_loss(module: torch.nn.Module, batch: Batch, device: torch.device,
+               aux_absolute_weight: float = 0.0) -> torch.Tensor:
     """The model's forward is the next-timestamp loss; ``module`` may be the DDP wrapper.  A batch with
     M > 1 targets per window passes them as [B, C, M] values at [B, M] times."""
     values = torch.as_tensor(batch.values, device=device)
@@ -51,7 +52,8 @@ def batch_loss(module: torch.nn.Module, batch: Batch, device: torch.device) -> t
     mask = torch.as_tensor(batch.observed, device=device)
     m = batch.n_targets
     target, target_time = (values[..., -1], times[:, -1]) if m == 1 else (values[..., -m:], times[:, -m:])
-    return module(values[..., :-m], times[:, :-m], target, target_time, mask, batch.missing_regime)
+    return module(values[..., :-m], times[:, :-m], target, target_time, mask, batch.missing_regime,
+                  aux_absolute_weight)
 
 
 class Trainer:
@@ -69,6 +71,8 @@ class Trainer:
         model_cfg = model_config if model_config is not None else preset(cfg.model)
         if cfg.solver:
             model_cfg = dataclasses.replace(model_cfg, solver=cfg.solver)
+        if cfg.model_overrides():
+            model_cfg = dataclasses.replace(model_cfg, **cfg.model_overrides())
         self.model = SoterModel(model_cfg)
         if cfg.embedding_init_std > 0:  # drawn after the model's own init: every other weight stays the same
             for weight in (self.model.embed.gate.weight, self.model.embed.value.weight):
@@ -124,7 +128,7 @@ class Trainer:
         if self.val_sampler is None:
             raise ValueError("no validation corpus (--val-corpus)")
         with torch.no_grad():
-            losses = [batch_loss(self.model, self.val_sampler.batch(i), self.device).item()
+            losses = [batch_loss(self.model, self.val_sampler.batch(i), self.device, self.cfg.aux_absolute_weight).item()
                       for i in range(self.cfg.val_batches)]
         return sum(losses) / len(losses)
 
@@ -147,7 +151,7 @@ class Trainer:
             else:
                 sync = nullcontext() if last or self.world_size == 1 else self.module.no_sync()
             with sync, autocast:
-                loss = batch_loss(self.module, batch, self.device)
+                loss = batch_loss(self.module, batch, self.device, cfg.aux_absolute_weight)
                 (loss / cfg.grad_accum).backward()
             total += loss.item() / cfg.grad_accum
         zero_missing_grads(self.model)  # grouped experts (CPU, one process): as the dense sum would

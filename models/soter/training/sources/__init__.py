@@ -26,6 +26,7 @@ READERS = {
     "wesad": "models.soter.training.sources.wesad:read",
     "chapman-ecg": "models.soter.training.sources.chapman:read",
     "opensignals": "models.soter.training.sources.opensignals:read",
+    "biosppy": "models.soter.training.sources.biosppy_text:read",
 }
 
 
