@@ -110,6 +110,13 @@ def test_heartrate_ts_files_value_by_value(tmp_path):
     assert (report.present, report.corrupt) == (["BIDMC32HR_TRAIN.ts"], ["BIDMC32HR_TEST.ts"])
 
 
+def _bidmc_csv(path: Path, sig: np.ndarray) -> None:
+    """The layout of the real bidmc_NN_Signals.csv (../shared/data/paper-samples): this header, with its
+    spaces, and every number, time included, printed to 5 significant digits (``100.01``, ``-0.015686``)."""
+    rows = [",".join(f"{v:.5g}" for v in (i / 125, *row)) for i, row in enumerate(sig)]
+    path.write_text("\n".join(["Time [s], RESP, PLETH, V, AVR, II", *rows]) + "\n")
+
+
 def test_heartrate_raw_bidmc_wfdb_and_csv(tmp_path):
     import wfdb
 
@@ -131,12 +138,12 @@ def test_heartrate_raw_bidmc_wfdb_and_csv(tmp_path):
     for p in folder.iterdir():
         p.unlink()
     (folder / "bidmc_csv").mkdir()
-    frame = pd.DataFrame(sig, columns=[" RESP", " PLETH", " V", " AVR", " II"])
-    frame.insert(0, "Time [s]", np.arange(250) / 125)
-    frame.to_csv(folder / "bidmc_csv" / "bidmc_07_Signals.csv", index=False)
+    centred = np.round(sig - 0.5, 3)  # negative values too, as in the real file
+    _bidmc_csv(folder / "bidmc_csv" / "bidmc_07_Signals.csv", centred)
     ds = load_dataset("heartrate", data_root=tmp_path)
     assert ds.subjects == ("bidmc07",)
-    np.testing.assert_array_equal(ds.recordings[0].values[0], sig[:, 1])
+    np.testing.assert_array_equal(ds.recordings[0].values[0], centred[:, 1])
+    np.testing.assert_array_equal(ds.recordings[0].timestamps, np.arange(250) / 125)
 
 
 # -- IEEE PPG ----------------------------------------------------------------------------------
@@ -227,9 +234,24 @@ def test_ieee_ppg_ts_form(tmp_path):
 
 
 # -- ScientISST MOVE ---------------------------------------------------------------------------
+# The published layout, as the dataset authors' notebook prints csv/F408.csv (scientisst/ScientISST-MOVE,
+# usage/csv.ipynb): an unnamed date-time column from 2000-01-01 00:00:00.000 in 2 ms steps, then these
+# columns in this order (acc_e4 is z, x, y), then ``activities``; sensors that have not started are empty.
 SCIENTISST_COLUMNS = ["ecg:dry", "ecg:gel", "eda:dry", "eda:gel", "emg:Left Bicep", "temp:temp",
                       "ppg:Left index finger", "ppg:Left Wrist", "acc_e4:z", "acc_e4:x", "acc_e4:y",
                       "acc_chest:x", "acc_chest:y", "acc_chest:z"]
+# (centre, spread, decimals) of each column in the files' units: mV, uS, degC, g; PPG raw counts
+SCIENTISST_SCALE = {"ecg": (0.0, 0.5, 6), "eda": (16.6, 0.02, 6), "emg": (1.5, 0.1, 3), "temp": (33.0, 0.1, 2),
+                    "ppg": (2000.0, 100.0, 0), "acc_e4": (0.0, 0.5, 6), "acc_chest": (0.0, 0.5, 6)}
+
+
+def _scientisst_values(rng: np.random.Generator, rows: int) -> np.ndarray:
+    """Values of the magnitudes and precision the real file shows (PPG: whole numbers about 1,800-2,100)."""
+    out = np.empty((rows, len(SCIENTISST_COLUMNS)))
+    for i, column in enumerate(SCIENTISST_COLUMNS):
+        centre, spread, decimals = SCIENTISST_SCALE[column.split(":")[0]]
+        out[:, i] = np.round(centre + spread * rng.normal(size=rows), decimals)
+    return out
 
 
 def _scientisst_csv(path: Path, values: np.ndarray, activities: list[str]) -> None:
@@ -243,7 +265,8 @@ def test_scientisst_move_value_by_value(tmp_path):
     folder = tmp_path / "scientisst-move" / "csv"
     folder.mkdir(parents=True)
     rng = np.random.default_rng(4)
-    values = np.round(rng.normal(size=(10, 14)), 6)
+    values = _scientisst_values(rng, 10)
+    values[:2, [0, 1, 2, 5, 7]] = np.nan  # sensors not started yet, as at the start of F408
     values[3:5, :] = np.nan  # an interruption of every sensor
     values[7, 1] = np.nan
     acts = ["", "baseline,", "lift,", "lift,", "", "walk_before,", "walk_after,", "run,", "sprint,", "lift,run,"]
