@@ -18,7 +18,7 @@ def add_parser(subparsers) -> None:
     ck = sub.add_parser("check", help="which expected files are present, missing or corrupt")
     ck.add_argument("name")
     ck.add_argument("--root", type=Path, required=True)
-    st = sub.add_parser("stats", help="the paper's dataset table: type, channels, NPE")
+    st = sub.add_parser("stats", help="the paper's dataset table: type, channels, NPE, ours beside the paper's")
     st.add_argument("--data-root", type=Path, default=None, help="default: $SOTER_BENCH_DATA")
     st.add_argument("--dataset", nargs="+", default=[], metavar="NAME|PATH",
                     help="datasets to describe (default: the embedded cohort and every paper dataset present "
@@ -68,7 +68,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def _stats(args: argparse.Namespace) -> int:
     from protocols.data import DatasetError
-    from protocols.datasets import all_datasets, load_dataset, resolve_data_root
+    from protocols.datasets import BLOCKS_SUFFIX, all_datasets, load_dataset, resolve_data_root
     from protocols.datasets.paper import PAPER_DATASETS
     from protocols.npe import DELAY, ORDER, dataset_npe
 
@@ -85,6 +85,7 @@ def _stats(args: argparse.Namespace) -> int:
                       if (root / n).is_dir() or (n == "mitbih" and holds_records(root))]
             names += [n for n, s in all_datasets().items()
                       if s.needs_root and n not in PAPER_DATASETS and (root / n).is_dir()]
+    paper = _paper_statistics()
     rows = []
     for name in names:
         try:
@@ -96,10 +97,30 @@ def _stats(args: argparse.Namespace) -> int:
             print(f"skipped {name}: {exc}", file=sys.stderr)
             continue
         c = len(ds.channels)
-        rows.append((ds.name, "SC" if c == 1 else "MC", c, npe, len(ds.subjects)))
-    print(f"{'Dataset':<24} {'Type':<5} {'#Channels':>9} {'NPE':>6} {'#Subjects':>9}")
-    for name, kind, c, npe, subjects in rows:
-        print(f"{name:<24} {kind:<5} {c:>9} {npe:>6.3f} {subjects:>9}")
+        theirs = paper.get(name.partition(BLOCKS_SUFFIX)[0], ("-", "-"))
+        rows.append((ds.name, "SC" if c == 1 else "MC", c, f"{npe:.3f}", len(ds.subjects), len(ds.recordings), *theirs))
+    print(f"{'Dataset':<24} {'Type':<5} {'#Channels':>9} {'NPE':>6} {'#Subjects':>9} {'#Recordings':>11}"
+          f"   {'Paper: #Channels':>16} {'NPE':>6}")
+    for name, kind, c, npe, subjects, recordings, paper_c, paper_npe in rows:
+        print(f"{name:<24} {kind:<5} {c:>9} {npe:>6} {subjects:>9} {recordings:>11}   {paper_c:>16} {paper_npe:>6}")
     print(f"NPE: normalised permutation entropy, order {order}, delay {delay}, mean over every channel of every "
           "recording (missing samples skipped); parameters are our choice, see protocols/npe.py")
+    if any(r[-1] != "-" for r in rows):
+        print("Paper: the paper's dataset statistics (tab:eval-stats, transcribed in results/paper/eval-stats.csv) "
+              "for its whole datasets; ours for the recordings read here (docs/paper-datasets.md)")
     return 0
+
+
+def _paper_statistics() -> dict[str, tuple[str, str]]:
+    """Our dataset name -> the paper's (channels, NPE) as printed, from the transcribed paper tables."""
+    from harness import paper
+    from harness.report import DATASETS
+
+    try:
+        table = paper.load()["tab:eval-stats"]
+    except (OSError, KeyError) as exc:  # a copy without results/paper: ours alone, and why
+        print(f"paper values not shown: no transcribed paper table ({exc}); `python -m harness.paper` writes it",
+              file=sys.stderr)
+        return {}
+    values = {(row.dataset, row.metric): str(row.value) for row in table.itertuples()}
+    return {ours: (values[(theirs, "channels")], values[(theirs, "NPE")]) for ours, theirs in DATASETS.items()}

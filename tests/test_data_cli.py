@@ -29,7 +29,7 @@ def _cli(*argv: str) -> int:
 def _rows(out: str) -> dict[str, list[str]]:
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Dataset"))
-    return {line.split()[0]: line.split()[1:] for line in lines[start + 1:] if not line.startswith("NPE:")}
+    return {line.split()[0]: line.split()[1:] for line in lines[start + 1:] if not line.startswith(("NPE:", "Paper:"))}
 
 
 @pytest.fixture()
@@ -49,8 +49,8 @@ def test_stats_on_record_100_prints_two_channels_and_its_npe(capsys):
     assert _cli("stats", "--dataset", "mitbih", "--data-root", str(WFDB)) == 0
     out = capsys.readouterr().out
     expected = dataset_npe([wfdb.rdrecord(str(WFDB / "100")).p_signal.T])
-    assert _rows(out)["mitbih"] == ["MC", "2", f"{expected:.3f}", "1"]
-    assert "order 4, delay 1" in out
+    assert _rows(out)["mitbih"] == ["MC", "2", f"{expected:.3f}", "1", "1", "2", "0.878"]  # the paper's beside ours
+    assert "order 4, delay 1" in out and "Paper: the paper's dataset statistics (tab:eval-stats" in out
 
 
 @needs_wfdb
@@ -86,14 +86,14 @@ def test_stats_lists_the_cohort_every_present_dataset_and_user_folders(tmp_path,
     rows = _rows(captured.out)
     assert list(rows) == ["synthetic-cohort", "heartrate"]
     cohort_npe = dataset_npe([r.values for r in small_cohort.recordings])
-    assert rows["synthetic-cohort"] == ["MC", "4", f"{cohort_npe:.3f}", "3"]
-    assert rows["heartrate"] == ["SC", "1", "0.000", "1"]  # monotone segments
+    assert rows["synthetic-cohort"] == ["MC", "4", f"{cohort_npe:.3f}", "3", "3", "-", "-"]  # not in the paper
+    assert rows["heartrate"] == ["SC", "1", "0.000", "1", "3", "1", "0.469"]  # monotone segments; the paper's
     assert "skipped wdd: wdd: no STRESS, AEROBIC or ANAEROBIC folder" in captured.err
     user = _user_folder(tmp_path / "mine")
     assert _cli("stats", "--dataset", str(user), "synthetic-cohort", "--npe-order", "3") == 0
     out = capsys.readouterr().out
     rows = _rows(out)
-    assert rows["my-study"] == ["SC", "1", "0.000", "1"] and "order 3, delay 1" in out
+    assert rows["my-study"] == ["SC", "1", "0.000", "1", "1", "-", "-"] and "order 3, delay 1" in out
     assert rows["synthetic-cohort"][2] == f"{dataset_npe([r.values for r in small_cohort.recordings], 3):.3f}"
 
 
@@ -184,3 +184,41 @@ def test_every_record_layout_is_held_to_its_header(tmp_path, record, signal_file
     path.write_bytes(intact + b"\0" * 4)
     with pytest.raises(DatasetError, match=rf"{signal_file}: longer than its header says"):
         check_wfdb_record(base)
+
+
+# -- the paper's values beside ours ----------------------------------------------------------------------------
+def test_paper_values_are_the_transcribed_table_for_each_paper_dataset():
+    """Read once from results/paper/eval-stats.csv (the paper's tab:eval-stats), keyed by our dataset names."""
+    assert data_cli._paper_statistics() == {
+        "heartrate": ("1", "0.469"), "mitbih": ("2", "0.878"), "scientisst-move": ("5", "0.643"),
+        "ieee-ppg": ("5", "0.646"), "mmash": ("6", "0.334"), "wdd": ("7", "0.618")}
+
+
+def test_without_the_transcribed_paper_tables_ours_are_shown_alone(small_cohort, capsys, monkeypatch):
+    from harness import paper
+
+    def missing(*args, **kwargs):
+        raise FileNotFoundError("results/paper/tables.json")
+
+    monkeypatch.setattr(paper, "load", missing)
+    assert _cli("stats", "--dataset", "synthetic-cohort") == 0
+    captured = capsys.readouterr()
+    assert _rows(captured.out)["synthetic-cohort"][-2:] == ["-", "-"] and "\nPaper:" not in captured.out
+    assert "paper values not shown: no transcribed paper table (results/paper/tables.json)" in captured.err
+
+
+SAMPLES = WFDB.parent / "paper-samples"
+
+
+@pytest.mark.skipif(not (SAMPLES / "ieee-ppg").is_dir() or not (SAMPLES / "mitbih" / "105.hea").is_file(),
+                    reason=f"staged real files not found at {SAMPLES} (../shared/data/paper-samples)")
+def test_stats_on_the_staged_real_files_put_the_papers_values_beside_ours(capsys):
+    """Every paper dataset under the staged root is read (IEEE whole, with its extra and truth files)."""
+    assert _cli("stats", "--data-root", str(SAMPLES)) == 0
+    rows = _rows(capsys.readouterr().out)
+    for name, paper in (("heartrate", ["1", "0.469"]), ("mitbih", ["2", "0.878"]), ("ieee-ppg", ["5", "0.646"])):
+        ds = load_dataset(name, data_root=SAMPLES)
+        ours = dataset_npe([r.values for r in ds.recordings])
+        assert rows[name] == [rows[name][0], paper[0], f"{ours:.3f}", str(len(ds.subjects)),
+                              str(len(ds.recordings)), *paper], name
+    assert rows["ieee-ppg"][3:5] == ["4", "4"] and rows["heartrate"][:2] == ["SC", "1"]

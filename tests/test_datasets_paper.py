@@ -110,6 +110,13 @@ def test_heartrate_ts_files_value_by_value(tmp_path):
     assert (report.present, report.corrupt) == (["BIDMC32HR_TRAIN.ts"], ["BIDMC32HR_TEST.ts"])
 
 
+def _bidmc_csv(path: Path, sig: np.ndarray) -> None:
+    """The layout of the real bidmc_NN_Signals.csv (../shared/data/paper-samples): this header, with its
+    spaces, and every number, time included, printed to 5 significant digits (``100.01``, ``-0.015686``)."""
+    rows = [",".join(f"{v:.5g}" for v in (i / 125, *row)) for i, row in enumerate(sig)]
+    path.write_text("\n".join(["Time [s], RESP, PLETH, V, AVR, II", *rows]) + "\n")
+
+
 def test_heartrate_raw_bidmc_wfdb_and_csv(tmp_path):
     import wfdb
 
@@ -131,44 +138,88 @@ def test_heartrate_raw_bidmc_wfdb_and_csv(tmp_path):
     for p in folder.iterdir():
         p.unlink()
     (folder / "bidmc_csv").mkdir()
-    frame = pd.DataFrame(sig, columns=[" RESP", " PLETH", " V", " AVR", " II"])
-    frame.insert(0, "Time [s]", np.arange(250) / 125)
-    frame.to_csv(folder / "bidmc_csv" / "bidmc_07_Signals.csv", index=False)
+    centred = np.round(sig - 0.5, 3)  # negative values too, as in the real file
+    _bidmc_csv(folder / "bidmc_csv" / "bidmc_07_Signals.csv", centred)
     ds = load_dataset("heartrate", data_root=tmp_path)
     assert ds.subjects == ("bidmc07",)
-    np.testing.assert_array_equal(ds.recordings[0].values[0], sig[:, 1])
+    np.testing.assert_array_equal(ds.recordings[0].values[0], centred[:, 1])
+    np.testing.assert_array_equal(ds.recordings[0].timestamps, np.arange(250) / 125)
 
 
 # -- IEEE PPG ----------------------------------------------------------------------------------
+def _ieee_competition_folder(root: Path, rng: np.random.Generator, without: tuple[str, ...] = ()) -> dict:
+    """The organisers' layout (as in the real files: folders, names, ``sig`` [6 or 5, T], ``BPM0`` [n, 1]):
+    a training file, two test files of subjects S02 and S04, the extra training file of S04, and the
+    truth file of each.  Returns ``sig`` by file stem."""
+    from scipy.io import savemat
+
+    sigs = {"DATA_01_TYPE01": rng.normal(size=(6, 40)), "TEST_S02_T01": rng.normal(size=(5, 30)),
+            "TEST_S04_T02": rng.normal(size=(5, 20)), "DATA_S04_T01": rng.normal(size=(6, 25))}
+    files = {"Training_data/DATA_01_TYPE01": sigs["DATA_01_TYPE01"], "Training_data/DATA_01_TYPE01_BPMtrace": None,
+             "TestData/TEST_S02_T01": sigs["TEST_S02_T01"], "TrueBPM/True_S02_T01": None,
+             "TestData/TEST_S04_T02": sigs["TEST_S04_T02"], "TrueBPM/True_S04_T02": None,
+             "Extra_TrainingData/DATA_S04_T01": sigs["DATA_S04_T01"], "Extra_TrainingData/BPM_S04_T01": None}
+    for name, sig in files.items():
+        if Path(name).name in without:
+            continue
+        path = root / "ieee-ppg" / f"{name}.mat"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        savemat(path, {"sig": sig} if sig is not None else {"BPM0": np.full((3, 1), 72.0)})
+    (root / "ieee-ppg" / "Extra_TrainingData" / "Readme.txt").write_text(
+        "The data format is the same as the one of training datasets.")
+    return sigs
+
+
 def test_ieee_ppg_mat_files_value_by_value(tmp_path):
     from scipy.io import savemat
 
     folder = tmp_path / "ieee-ppg"
-    (folder / "Training_data").mkdir(parents=True)
-    (folder / "TestData").mkdir()
-    rng = np.random.default_rng(3)
-    train, test = rng.normal(size=(6, 40)), rng.normal(size=(5, 30))
-    savemat(folder / "Training_data" / "DATA_01_TYPE01.mat", {"sig": train})
-    savemat(folder / "Training_data" / "DATA_01_TYPE01_BPMtrace.mat", {"BPM0": np.ones((3, 1))})
-    savemat(folder / "TestData" / "TEST_S02_T01.mat", {"sig": test})
-    savemat(folder / "TestData" / "True_S02_T01.mat", {"BPM0": np.ones((3, 1))})
+    sigs = _ieee_competition_folder(tmp_path, np.random.default_rng(3))
     ds = load_dataset("ieee-ppg", data_root=tmp_path)
     assert ds.channels == ("ppg1", "ppg2", "acc_x", "acc_y", "acc_z") and ds.sampling_rate == 125.0
-    assert [(r.subject, r.name) for r in ds.recordings] == [("testS02", "TEST_S02_T01"), ("train01", "DATA_01_TYPE01")]
-    np.testing.assert_array_equal(ds.recordings[0].values, test)
-    np.testing.assert_array_equal(ds.recordings[1].values, train[1:])
-    np.testing.assert_array_equal(ds.recordings[1].timestamps, np.arange(40) / 125)
+    assert [(r.subject, r.name) for r in ds.recordings] == [
+        ("testS04", "DATA_S04_T01"), ("testS02", "TEST_S02_T01"), ("testS04", "TEST_S04_T02"),
+        ("train01", "DATA_01_TYPE01")]
+    for rec in ds.recordings:
+        np.testing.assert_array_equal(rec.values, sigs[rec.name][-5:])
+    np.testing.assert_array_equal(ds.recordings[3].timestamps, np.arange(40) / 125)
+    assert ds.metadata["truth_files"] == {"DATA_S04_T01": "Extra_TrainingData/BPM_S04_T01.mat",
+                                          "TEST_S02_T01": "TrueBPM/True_S02_T01.mat",
+                                          "TEST_S04_T02": "TrueBPM/True_S04_T02.mat",
+                                          "DATA_01_TYPE01": "Training_data/DATA_01_TYPE01_BPMtrace.mat"}
     with pytest.raises(DatasetError, match=r"TEST_S02_T01.mat: has no channel \['ecg'\]"):
         load_dataset("ieee-ppg", data_root=tmp_path, channels=("ecg", "ppg1"))
     report = check_dataset("ieee-ppg", tmp_path)
-    assert report.present == ["DATA_01_TYPE01.mat", "TEST_S02_T01.mat"] and len(report.missing) == 20
+    assert report.present == ["DATA_01_TYPE01.mat", "TEST_S02_T01.mat", "TEST_S04_T02.mat"]
+    assert len(report.missing) == 19
     raw = (folder / "TestData" / "TEST_S02_T01.mat").read_bytes()
     (folder / "TestData" / "TEST_S02_T01.mat").write_bytes(raw[: len(raw) // 2])
     with pytest.raises(DatasetError, match="TEST_S02_T01.mat: unreadable .mat file"):
         load_dataset("ieee-ppg", data_root=tmp_path)
     assert check_dataset("ieee-ppg", tmp_path).corrupt == ["TEST_S02_T01.mat"]
-    savemat(folder / "TestData" / "TEST_S02_T01.mat", {"signal": test})
+    savemat(folder / "TestData" / "TEST_S02_T01.mat", {"signal": sigs["TEST_S02_T01"]})
     with pytest.raises(DatasetError, match=r"TEST_S02_T01.mat: no variable 'sig' \(variables: \['signal'\]\)"):
+        load_dataset("ieee-ppg", data_root=tmp_path)
+
+
+def test_ieee_ppg_extra_training_file_is_test_subject_s04(tmp_path):
+    """By the test set's Readme, SNN in a name is the subject number: DATA_S04_T01 (extra training data) and
+    TEST_S04_T02 are one person, so one subject, tested together in one fold (they used to be two subjects)."""
+    _ieee_competition_folder(tmp_path, np.random.default_rng(4), without=("BPM_S04_T01",))
+    ds = load_dataset("ieee-ppg", data_root=tmp_path)
+    assert ds.subjects == ("testS02", "testS04", "train01")
+    assert {r.name: r.subject for r in ds.recordings}["DATA_S04_T01"] == "testS04"
+    (fold,) = [f for f in loso_folds(ds) if f.test_subject == "testS04"]
+    assert "testS04" not in fold.train_subjects
+
+
+def test_ieee_ppg_a_file_name_outside_the_competition_set_is_named(tmp_path):
+    from scipy.io import savemat
+
+    _ieee_competition_folder(tmp_path, np.random.default_rng(5))
+    savemat(tmp_path / "ieee-ppg" / "TestData" / "TEST_S02_T01_copy.mat", {"sig": np.zeros((5, 10))})
+    with pytest.raises(DatasetError, match=r"TEST_S02_T01_copy.mat: not an IEEE SPC 2015 file name .* its subject is "
+                                           "unknown"):
         load_dataset("ieee-ppg", data_root=tmp_path)
 
 
@@ -183,9 +234,24 @@ def test_ieee_ppg_ts_form(tmp_path):
 
 
 # -- ScientISST MOVE ---------------------------------------------------------------------------
+# The published layout, as the dataset authors' notebook prints csv/F408.csv (scientisst/ScientISST-MOVE,
+# usage/csv.ipynb): an unnamed date-time column from 2000-01-01 00:00:00.000 in 2 ms steps, then these
+# columns in this order (acc_e4 is z, x, y), then ``activities``; sensors that have not started are empty.
 SCIENTISST_COLUMNS = ["ecg:dry", "ecg:gel", "eda:dry", "eda:gel", "emg:Left Bicep", "temp:temp",
                       "ppg:Left index finger", "ppg:Left Wrist", "acc_e4:z", "acc_e4:x", "acc_e4:y",
                       "acc_chest:x", "acc_chest:y", "acc_chest:z"]
+# (centre, spread, decimals) of each column in the files' units: mV, uS, degC, g; PPG raw counts
+SCIENTISST_SCALE = {"ecg": (0.0, 0.5, 6), "eda": (16.6, 0.02, 6), "emg": (1.5, 0.1, 3), "temp": (33.0, 0.1, 2),
+                    "ppg": (2000.0, 100.0, 0), "acc_e4": (0.0, 0.5, 6), "acc_chest": (0.0, 0.5, 6)}
+
+
+def _scientisst_values(rng: np.random.Generator, rows: int) -> np.ndarray:
+    """Values of the magnitudes and precision the real file shows (PPG: whole numbers about 1,800-2,100)."""
+    out = np.empty((rows, len(SCIENTISST_COLUMNS)))
+    for i, column in enumerate(SCIENTISST_COLUMNS):
+        centre, spread, decimals = SCIENTISST_SCALE[column.split(":")[0]]
+        out[:, i] = np.round(centre + spread * rng.normal(size=rows), decimals)
+    return out
 
 
 def _scientisst_csv(path: Path, values: np.ndarray, activities: list[str]) -> None:
@@ -199,7 +265,8 @@ def test_scientisst_move_value_by_value(tmp_path):
     folder = tmp_path / "scientisst-move" / "csv"
     folder.mkdir(parents=True)
     rng = np.random.default_rng(4)
-    values = np.round(rng.normal(size=(10, 14)), 6)
+    values = _scientisst_values(rng, 10)
+    values[:2, [0, 1, 2, 5, 7]] = np.nan  # sensors not started yet, as at the start of F408
     values[3:5, :] = np.nan  # an interruption of every sensor
     values[7, 1] = np.nan
     acts = ["", "baseline,", "lift,", "lift,", "", "walk_before,", "walk_after,", "run,", "sprint,", "lift,run,"]

@@ -52,7 +52,8 @@ MANUAL = {
     "ieee-ppg": (
         "IEEE PPG is not on PhysioNet; nothing was downloaded.  Get either form into ROOT/ieee-ppg/:\n"
         "  (a) the IEEE Signal Processing Cup 2015 files: training set DATA_01_TYPE01.mat .. DATA_12_TYPE02.mat "
-        "(with *_BPMtrace.mat) and test set TEST_S01_T01.mat .. TEST_S08_T01.mat (with True_*.mat), from the "
+        "(with *_BPMtrace.mat), test set TEST_S01_T01.mat .. TEST_S08_T01.mat (with TrueBPM/True_*.mat) and, "
+        "if you have it, Extra_TrainingData/DATA_S04_T01.mat (with BPM_S04_T01.mat), from the "
         "competition page https://sites.google.com/site/researchbyzhang/ieeespcup2015 ;\n"
         "  (b) the Monash time-series extrinsic regression archive's IEEEPPG_TRAIN.ts and IEEEPPG_TEST.ts "
         "(http://tseregression.org).\n"

@@ -14,7 +14,9 @@ Two native layouts under ``ROOT/heartrate/``, chosen with ``source=`` (default `
   vice versa); ``ts_subjects="series"`` makes every segment its own subject (segments of one person
   then fall on both sides of a fold).  Targets are kept in ``metadata["targets"]``.
 - ``source="bidmc"``: the 53 raw records, WFDB ``bidmcNN.{hea,dat}`` (what ``data download
-  heartrate`` fetches) or ``bidmc_csv/bidmc_NN_Signals.csv``; one subject per record, 8 min each.
+  heartrate`` fetches) or ``bidmc_csv/bidmc_NN_Signals.csv`` (header ``Time [s], RESP, PLETH, V, AVR,
+  II``: names after the first carry a leading space, stripped; ``Time [s]`` is ignored, the 125 Hz grid
+  it prints to 5 significant digits is rebuilt exactly); one subject per record, 8 min each.
   ``channels`` picks signals by their bidmc names (default ``("PLETH",)``, exposed as ``ppg``;
   others: ``RESP``, ``V``, ``AVR``, ``II``, exposed lower-case).
 """

@@ -2,12 +2,18 @@
 
 Layout: ``ROOT/scientisst-move/csv/<CODE>.csv`` (``csv/`` may be absent), one file per subject
 (``<CODE>`` = four-character subject code, the LOSO subject).  Each file is the whole session on one
-500 Hz grid: the first (unnamed) column is a date-time index (``2000-01-01 00:00:00.002``), then one
-column per sensor named ``modality:place`` (``ecg:dry``, ``ecg:gel``, ``eda:dry``, ``eda:gel``,
-``emg:Left Bicep``, ``temp:temp``, ``ppg:Left index finger``, ``ppg:Left Wrist``, ``acc_e4:x|y|z``,
-``acc_chest:x|y|z``) in mV, uS, degC, g; empty cells (NaN) are interruptions, kept as missing
-samples.  The last column ``activities`` holds comma-terminated activity names (``lift,``); empty
-when none.
+500 Hz grid: the first (unnamed) column is a date-time index (``2000-01-01 00:00:00.000``, 2 ms steps),
+then one column per sensor named ``modality:place``, in this file order (the dataset authors' notebook,
+``usage/csv.ipynb`` of scientisst/ScientISST-MOVE): ``ecg:dry``, ``ecg:gel``, ``eda:dry``, ``eda:gel``,
+``emg:Left Bicep``, ``temp:temp``, ``ppg:Left index finger``, ``ppg:Left Wrist``, ``acc_e4:z``,
+``acc_e4:x``, ``acc_e4:y`` (z first), ``acc_chest:x``, ``acc_chest:y``, ``acc_chest:z``.  Columns are
+selected by name, never by position.  Units as published, not converted: ECG and EMG mV, EDA uS,
+TEMP degC, ACC g (the authors' "respective modality units"); PPG has no physical unit and its values
+are raw sensor counts (about 1,800-2,100 at the finger in the authors' example).  The protocol scales
+every channel per fold, so units do not reach the metrics.  Empty cells (NaN) are interruptions, or a
+sensor that has not started yet, kept as missing samples.  The last column ``activities`` holds
+comma-terminated activity names (``lift,``), empty when none; it is read as text (pandas would
+otherwise warn of mixed types there).
 
 Channels (the paper's 5, named by us since the paper does not list them; guess): ``ecg:gel``,
 ``eda:gel``, ``ppg:Left index finger``, ``temp:temp``, ``emg:Left Bicep`` (gel electrodes and the
