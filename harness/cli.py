@@ -9,9 +9,9 @@ import signal
 import sys
 from pathlib import Path
 
-from harness.executor import EXECUTORS
-from harness.task_registry import all_tasks
-from harness.runner import (
+from harness.run.executor import EXECUTORS
+from harness.registry.tasks import all_tasks
+from harness.run.runner import (
     DEFAULT_OUT, RECORDS_FILE, RunConfig, default_models, execute, parse_model_option,
 )
 from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, Setting, SpecError
@@ -163,7 +163,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "examples":
             return _examples(args)
         if args.command == "report":
-            from harness.report import write_report
+            from harness.reporting.report import write_report
 
             _output_folder(args.out, "--out")
             print(write_report(args.results, args.out, studies=args.studies, reference=args.reference))
@@ -205,7 +205,7 @@ def _output_folder(path: Path, flag: str, create: bool = True) -> None:
 def _examples(args: argparse.Namespace) -> int:
     from harness.examples import forecast_example, plot_example
     from models.registry import get_spec
-    from harness.runner import default_datasets
+    from harness.run.runner import default_datasets
     from protocols.datasets import load_dataset
 
     name = args.dataset or default_datasets()[0]
@@ -238,7 +238,7 @@ def _parse_weights(items: list[str]) -> tuple[tuple[str, str], ...]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from harness.store import read_records  # pandas: imported on use, so that --help and list start fast
+    from harness.records.store import read_records  # pandas: imported on use, so that --help and list start fast
 
     config = RunConfig(
         task=args.task, datasets=tuple(args.dataset), models=tuple(args.models),
@@ -267,7 +267,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _stat_tasks() -> tuple[str, ...]:
-    from harness.stats_report import stat_tasks
+    from harness.reporting.stats_report import stat_tasks
 
     return stat_tasks()
 
@@ -275,8 +275,8 @@ def _stat_tasks() -> tuple[str, ...]:
 def _publish(frame, task: str, out: Path, models: list[str] | None, datasets: list[str] | None,
              style: str = "text") -> None:
     """Print the task's tables and write them (txt, md, tex) and its figures under ``out``."""
-    from harness.figures import task_figures
-    from harness.tables import render, task_tables
+    from harness.reporting.figures import task_figures
+    from harness.reporting.tables import render, task_tables
 
     folder = out / "tables"
     folder.mkdir(parents=True, exist_ok=True)
@@ -294,7 +294,7 @@ def _publish(frame, task: str, out: Path, models: list[str] | None, datasets: li
 
 
 def _repair(path: Path) -> int:
-    from harness.store import repair_store
+    from harness.records.store import repair_store
 
     report = repair_store(path)
     if report.backup is None:
@@ -306,7 +306,7 @@ def _repair(path: Path) -> int:
 
 
 def _table(args: argparse.Namespace) -> int:
-    from harness.store import read_records
+    from harness.records.store import read_records
 
     frame = read_records(Path(args.out) / RECORDS_FILE)
     out = Path(args.out)
@@ -340,7 +340,7 @@ def _read_only(folder: Path) -> bool:
 
 
 def _print_statistics(frame, task: str, out: Path, reference: str | None, quiet: bool = False) -> None:
-    from harness.stats_report import stat_tasks, write_statistics
+    from harness.reporting.stats_report import stat_tasks, write_statistics
 
     if task not in stat_tasks():
         raise ValueError(f"--stats covers the tasks that score windows ({', '.join(stat_tasks())}), not {task}")

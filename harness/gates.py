@@ -23,7 +23,7 @@ from models.soter.gates import cosine_matrix, gate_vectors, sample_segments
 
 
 def plot(matrix: np.ndarray, labels: list[str], per_group: int, path: Path, title: str) -> list[Path]:
-    from harness.figures import pyplot, save_png_pdf  # matplotlib: imported on use
+    from harness.reporting.figures import pyplot, save_png_pdf  # matplotlib: imported on use
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 4.4))

@@ -126,8 +126,8 @@ def _latest(folder: Path) -> Path | None:
 def _forecasting_records(model: str, weights: Path | None, eval_dir: Path, datasets: tuple[str, ...],
                          data_root: Path | None, max_windows_per_subject: int | None, log):
     """The harness's zero-shot forecasting protocol on one checkpoint (records cached in ``eval_dir``)."""
-    from harness.runner import RunConfig, execute
-    from harness.store import read_records
+    from harness.run.runner import RunConfig, execute
+    from harness.records.store import read_records
 
     config = RunConfig(task="forecasting", datasets=datasets, models=(model,), out=eval_dir,
                        weights=((model, str(weights)),) if weights is not None else (), data_root=data_root,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import cells
-from harness.cells import Cell
+from harness.run import cells
+from harness.run.cells import Cell
 from protocols import classification as cls
 from protocols.specs import ClassificationSpec
 from tests.conftest import make_dataset

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from harness.cli import main
-from harness.runner import RunConfig, plan, resolve_device
-from harness.store import read_records
+from harness.run.runner import RunConfig, plan, resolve_device
+from harness.records.store import read_records
 from protocols.datasets.folder import write_folder_dataset
 from protocols.specs import SpecError, Setting
 from tests.conftest import make_dataset

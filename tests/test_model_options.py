@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from harness.cli import main
-from harness.runner import RunConfig, execute, parse_model_option, plan
-from harness.store import RecordStore, read_records
+from harness.run.runner import RunConfig, execute, parse_model_option, plan
+from harness.records.store import RecordStore, read_records
 from models.registry import UnknownOptionError, get_spec
 from protocols.datasets.folder import write_folder_dataset
 from protocols.interface import SeriesBatch, forecast

@@ -47,7 +47,7 @@ def test_timer_declares_the_papers_two_windows():
 
 
 def test_the_run_command_passes_the_flag_to_the_model_options():
-    from harness.runner import RunConfig, _model_options
+    from harness.run.runner import RunConfig, _model_options
 
     config = RunConfig(models=("timer-base",), weights=(("timer-base", "/w"),), trust_remote_code=("timer-base",))
     assert dict(_model_options(config, "timer-base")) == {"seed": 0, "weights": "/w", "trust_remote_code": True}

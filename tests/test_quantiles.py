@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from harness.cli import main
-from harness.stats_report import cell_windows, leaderboard
-from harness.store import read_records
+from harness.reporting.stats_report import cell_windows, leaderboard
+from harness.records.store import read_records
 from protocols import interface
 from protocols.datasets.folder import write_folder_dataset
 from protocols.metrics import quantile_loss

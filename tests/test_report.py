@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import paper
-from harness.report import compare, comparison_markdown, our_cells, write_report
-from harness.store import COLUMNS
-from harness.tables import render, task_tables
+from harness.reporting import paper
+from harness.reporting.report import compare, comparison_markdown, our_cells, write_report
+from harness.records.store import COLUMNS
+from harness.reporting.tables import render, task_tables
 
 FIXTURES = Path(__file__).parent / "fixtures" / "report"
 TEX = Path(__file__).resolve().parents[2] / "shared" / "paper" / "soter-paper.tex"

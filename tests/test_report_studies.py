@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 from baselines.testing import toy_dataset
-from harness import paper
-from harness.report import AUTHORS_LABEL, compare, read_study, study_cells, write_report
-from harness.store import COLUMNS
+from harness.reporting import paper
+from harness.reporting.report import AUTHORS_LABEL, compare, read_study, study_cells, write_report
+from harness.records.store import COLUMNS
 from models.soter.training.config import TrainConfig
 from models.soter.training.corpus import synthetic_stream, write_dataset
 from harness.studies import (ABLATION, evaluate, evaluate_corpus_matched, evaluate_exposure,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.store import COLUMNS, rows_to_frame
-from harness.tables import pooled, render
+from harness.records.store import COLUMNS, rows_to_frame
+from harness.reporting.tables import pooled, render
 from harness.tasks.forecasting import TASK as FORECASTING
 
 forecasting_table = FORECASTING.table

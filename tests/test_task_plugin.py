@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
-from harness.store import read_records
-from harness.tables import Column, Entry, Table, model_notes
+from harness.records.store import read_records
+from harness.reporting.tables import Column, Entry, Table, model_notes
 from harness.tasks import TASKS, Task, UnknownTaskError, get_task, register_task
 from protocols.datasets.folder import write_folder_dataset
 from protocols.forecasting import evaluate_forecasting
@@ -121,7 +121,7 @@ class MeanLevelInThePaper(MeanLevel):
 
 
 def _toy_records() -> pd.DataFrame:
-    from harness.store import COLUMNS
+    from harness.records.store import COLUMNS
 
     row = dict.fromkeys(COLUMNS, "")
     row.update(task="mean-level", dataset="mitbih", fold="100", setting="32/8", condition="clean", model="soter",
@@ -130,14 +130,14 @@ def _toy_records() -> pd.DataFrame:
 
 
 def test_a_task_without_paper_cells_adds_none_to_the_report(registered):
-    from harness.report import our_cells
+    from harness.reporting.report import our_cells
 
     assert registered.paper_cells(_toy_records(), str).empty
     assert our_cells(_toy_records()).empty
 
 
 def test_the_report_gathers_the_paper_cells_of_every_registered_task():
-    from harness.report import our_cells
+    from harness.reporting.report import our_cells
 
     register_task(MeanLevelInThePaper())  # the one line; the report needs nothing else
     try:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.runner import RunConfig, execute, plan
-from harness.store import read_records
+from harness.run.runner import RunConfig, execute, plan
+from harness.records.store import read_records
 from protocols.datasets.folder import write_folder_dataset
 from protocols.specs import Setting
 from tests.conftest import make_dataset
@@ -89,7 +89,7 @@ def test_an_old_records_file_loads_with_setting_filled_from_its_window_column(pr
 
 
 def test_keys_hash_the_setting_under_its_old_name():
-    from harness.store import row_key
+    from harness.records.store import row_key
 
     fields = dict(task="forecasting", dataset="toy", fold="S00", condition="clean", model="last-value", seed=0,
                   protocol="p")
@@ -123,7 +123,7 @@ def test_a_run_into_an_old_records_file_keeps_every_old_row(previous, flag, caps
 
 
 def test_repair_leaves_a_valid_old_records_file_alone(previous):
-    from harness.store import repair_store
+    from harness.records.store import repair_store
 
     _, out = previous
     before = (out / "records.csv").read_bytes()
@@ -136,7 +136,7 @@ def test_an_old_study_file_with_a_window_column_reads(tmp_path):
     those written before the rename have a "window" column."""
     import pandas as pd
 
-    from harness.report import read_study, study_table
+    from harness.reporting.report import read_study, study_table
 
     frame = pd.read_csv(FIXTURE / "records.csv", dtype=str)
     frame = frame[frame["task"] == "forecasting"].assign(variant="full", variant_label="SOTER (full)")
@@ -157,7 +157,7 @@ def test_committed_records_still_read(path):
 def test_user_code_with_the_earlier_names_still_works():
     """WindowSpec, PAPER_WINDOWS, windows= / .windows, points_per_window, Cell.window and Capabilities(windows=)
     are deprecated names of Setting, PAPER_SETTINGS, settings, points_per_segment and Capabilities(settings=)."""
-    from harness.cells import Cell
+    from harness.run.cells import Cell
     from protocols.interface import Capabilities
     from protocols.specs import (PAPER_SETTINGS, PAPER_WINDOWS, ForecastingSpec, ImputationSpec, NoiseSpec,
                                  WindowSpec)

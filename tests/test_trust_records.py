@@ -20,8 +20,8 @@ import pytest
 from safetensors.torch import load_file, save_file
 
 from harness.cli import main
-from harness.runner import RunConfig, execute
-from harness.store import COLUMNS, RecordStore, RecordStoreError, read_records, row_key
+from harness.run.runner import RunConfig, execute
+from harness.records.store import COLUMNS, RecordStore, RecordStoreError, read_records, row_key
 from models.soter.registration import SHIPPED
 from protocols.datasets.folder import write_folder_dataset
 from protocols.specs import Setting

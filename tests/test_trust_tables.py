@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import stats_report
+from harness.reporting import stats_report
 from harness.cli import main
-from harness.report import write_report
-from harness.store import RecordStore, read_records, row_key
-from harness.tables import render, task_tables
+from harness.reporting.report import write_report
+from harness.records.store import RecordStore, read_records, row_key
+from harness.reporting.tables import render, task_tables
 from harness.tasks.forecasting import TASK as FORECASTING
 from models.soter.config import preset
 from models.soter.io import save_pretrained

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from harness.runner import RunConfig, execute
-from harness.store import row_key
+from harness.run.runner import RunConfig, execute
+from harness.records.store import row_key
 from models.registry import get_spec, weights_digest
 from models.soter.config import preset
 from models.soter.io import save_pretrained, write_checksums

@@ -11,8 +11,8 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from harness.cells import Cell
-    from harness.tables import Table
+    from harness.run.cells import Cell
+    from harness.reporting.tables import Table
     from protocols.data import Dataset
     from protocols.interface import Model
 
@@ -85,7 +85,7 @@ class Task:
         """The task's numbers as cells of the paper's tables (``harness report`` compares them with the
         paper's): one row per cell with :data:`PAPER_CELL_COLUMNS` (``table``: the paper's label,
         ``tab:...``; ``metric`` and ``condition`` as the paper's transcription names them; ``ours`` and
-        ``ours_std`` x ``harness.tables.SCALE``; rows with no number give ``status`` and ``reason``), from a
+        ``ours_std`` x ``harness.reporting.tables.SCALE``; rows with no number give ``status`` and ``reason``), from a
         records frame (all tasks' rows).  Models and datasets keep the records' names: the report puts
         the paper's on them; ``paper_dataset`` gives the paper's name of a dataset, for a name a task makes
         of several (classification's average column).  Default: none (the paper has no table of the task)."""
@@ -96,7 +96,7 @@ class Task:
 
 
 class ErrorTask(Task):
-    """Tasks scored by RMSE and MAE, folds pooled exactly (``harness.tables.pooled``); a table cell is
+    """Tasks scored by RMSE and MAE, folds pooled exactly (``harness.reporting.tables.pooled``); a table cell is
     the mean and std over :attr:`replicates`."""
 
     replicates: tuple[str, ...] = ("seed",)  # record columns whose values are the replicates
@@ -110,12 +110,12 @@ class ErrorTask(Task):
     unit: str = "window"  # what a cell scores ("no window of ... could be scored")
 
     def tables(self, frame, models=None, datasets=None):
-        from harness.tables import file_stem, condition_tables
+        from harness.reporting.tables import file_stem, condition_tables
 
         return [(f"{self.name}_{file_stem(c)}", t) for c, t in condition_tables(frame, self.name, models, datasets)]
 
     def figures(self, frame, out_dir):
-        from harness.figures import error_panels, save_figure
+        from harness.reporting.figures import error_panels, save_figure
 
         if not self.figure_metrics:
             return []
@@ -124,7 +124,7 @@ class ErrorTask(Task):
     def error_row(self, cell: Cell, out: Any, extra: dict[str, object] | None = None) -> dict[str, object]:
         """The row of a protocol result with ``errors`` (``protocols.metrics``), ``n_windows``,
         ``skipped_missing``, ``short_recordings`` and, where kept, per-window ``windows``."""
-        from harness.cells import WINDOW_ERRORS
+        from harness.run.cells import WINDOW_ERRORS
 
         extra = extra or {}
         e = out.errors

@@ -35,7 +35,7 @@ class Classification(Task):
         return None if model.capabilities.embed else f"{cell.model} has no embed capability"
 
     def evaluate(self, cell, dataset, model):
-        from harness.cells import embeddings_of
+        from harness.run.cells import embeddings_of
 
         spec: ClassificationSpec = cell.spec
         embeddings = None
@@ -50,7 +50,7 @@ class Classification(Task):
     def tables(self, frame, models=None, datasets=None):
         """The table at the full label budget (or the largest recorded) and, with two or more budgets, a
         label-efficiency table per dataset."""
-        from harness.tables import file_stem, conditions
+        from harness.reporting.tables import file_stem, conditions
 
         budgets = conditions(frame, self.name)
         if not budgets:
@@ -65,7 +65,7 @@ class Classification(Task):
     def classification_table(self, frame, budget: str = "budget=100%", models=None, datasets=None):
         """Macro-F1 and Macro-AUROC per dataset at one label budget, and the Macro-AUROC averaged over the
         datasets (a model needs a number on every one)."""
-        from harness.tables import Column, Entry, Table, measured_models, model_notes, registry_names, unrecorded_note
+        from harness.reporting.tables import Column, Entry, Table, measured_models, model_notes, registry_names, unrecorded_note
 
         rows = frame[frame["task"] == self.name]
         if rows.empty:
@@ -107,7 +107,7 @@ class Classification(Task):
 
     def label_efficiency_table(self, frame, dataset: str, models=None):
         """Macro-F1 and Macro-AUROC on one dataset at each label budget (a column group per budget)."""
-        from harness.tables import Column, Table, measured_models, conditions, model_notes, registry_names
+        from harness.reporting.tables import Column, Table, measured_models, conditions, model_notes, registry_names
 
         rows = frame[(frame["task"] == self.name) & (frame["dataset"] == dataset)]
         budgets = conditions(rows, self.name)
@@ -128,15 +128,15 @@ class Classification(Task):
 
     # -- figures -------------------------------------------------------------------------------
     def figures(self, frame, out_dir):
-        from harness.figures import save_figure
+        from harness.reporting.figures import save_figure
 
         return save_figure(self.label_efficiency_panels(frame), out_dir / "label_efficiency")
 
     def label_efficiency_panels(self, frame):
         """With two or more label budgets: Macro-F1 and Macro-AUROC (x100) against the budget, a column
         per dataset, each point the cell of ``tables/label_efficiency_<dataset>``."""
-        from harness.figures import UNIT, Panel, table_curves, drop_empty_columns
-        from harness.tables import Column, condition_value, conditions
+        from harness.reporting.figures import UNIT, Panel, table_curves, drop_empty_columns
+        from harness.reporting.tables import Column, condition_value, conditions
 
         rows = frame[frame["task"] == self.name]
         budgets = conditions(rows, self.name)
@@ -160,7 +160,7 @@ class Classification(Task):
     def paper_cells(self, frame, paper_dataset):
         """The classification table at the full budget (tab:classification, its average column named by
         the datasets it averages) and every dataset's label-efficiency table (tab:label_efficiency)."""
-        from harness import paper
+        from harness.reporting import paper
 
         rows = []
         cls = frame[frame["task"] == self.name]
@@ -185,8 +185,8 @@ def _class_entry(rows, model: str, dataset: str, condition: str, metric: str):
     """(the table entry of one model, dataset, budget and metric: mean and std over seeds, or None when the
     model has no rows there; why it is marked, "" when it is not). Every seed any model has a row for on
     that dataset and budget is expected: a seed without a finished row makes the entry partial."""
-    from harness.configurations import code_problem
-    from harness.tables import summary_entry
+    from harness.records.configurations import code_problem
+    from harness.reporting.tables import summary_entry
 
     cell = rows[(rows["dataset"] == dataset) & (rows["condition"] == condition)]
     g = cell[cell["model"] == model]

@@ -59,8 +59,8 @@ class Forecasting(ErrorTask):
 
     def table(self, frame, models=None, datasets=None, caption: str = CAPTION):
         """The forecasting table: RMSE and MAE per dataset, mean ± std over settings (folds pooled); the
-        training studies' tables too (``harness.report.study_table``, with their own caption)."""
-        from harness.tables import error_table
+        training studies' tables too (``harness.reporting.report.study_table``, with their own caption)."""
+        from harness.reporting.tables import error_table
 
         return error_table(frame, self.name, "clean", models, datasets, caption)
 
@@ -70,7 +70,7 @@ class Forecasting(ErrorTask):
     def paper_cells(self, frame, paper_dataset):
         """Each setting's RMSE and MAE (the paper's per-setting tables) and their mean over the four settings
         (its main table: a cell with fewer complete settings is ``partial``)."""
-        from harness.tables import SCALE, pooled
+        from harness.reporting.tables import SCALE, pooled
 
         rows = []
         per = pooled(frame, self.name)

@@ -51,7 +51,7 @@ class Imputation(ErrorTask):
 
     def paper_cells(self, frame, paper_dataset):
         """RMSE and MAE per missing rate (the paper's tab:e-imp25, -50, -75), mean ± std over seeds."""
-        from harness.tables import SCALE, pooled
+        from harness.reporting.tables import SCALE, pooled
 
         rows = []
         per = pooled(frame, self.name)

@@ -26,7 +26,7 @@ def test_shipped_files_are_intact_and_within_the_size_limits():
 
 
 def test_soter_is_ready_from_the_shipped_checkpoint_and_in_the_default_run():
-    from harness.runner import default_models
+    from harness.run.runner import default_models
 
     status, reason = get_spec("soter").status()
     assert status == READY, reason

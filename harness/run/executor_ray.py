@@ -12,7 +12,7 @@ import logging
 import os
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
-from harness.inflight import top_up
+from harness.run.inflight import top_up
 
 C = TypeVar("C")
 R = TypeVar("R")

@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness import paper
-from harness.tables import SCALE, Column, Entry, Table, md_escape, render, task_tables
+from harness.reporting import paper
+from harness.reporting.tables import SCALE, Column, Entry, Table, md_escape, render, task_tables
 
 DATASETS = {"heartrate": "HeartRate", "mitbih": "MIT-BIH", "scientisst-move": "ScientiSST MOVE",
             "ieee-ppg": "IEEE PPG", "mmash": "MMASH", "wdd": "WDD"}
@@ -102,7 +102,7 @@ def our_cells(frame: pd.DataFrame) -> pd.DataFrame:
     """This run's numbers in the paper's names, conditions and scales (one row per cell): the cells of
     each registered task with records (``Task.paper_cells``), in registration order, the models and
     datasets given the paper's names."""
-    from harness.task_registry import all_tasks
+    from harness.registry.tasks import all_tasks
 
     names = paper_model_names()
     rows = []
@@ -249,7 +249,7 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
     """Every table and figure the records under ``results`` support, written under ``out``; the study
     tables from the study runners' files found under ``studies`` (default: the ``results`` folder);
     the statistics (statistics/) test each model against ``reference`` (default: each cell's best)."""
-    from harness.store import COLUMNS, read_records
+    from harness.records.store import COLUMNS, read_records
 
     records_file = results / "records.csv" if results.is_dir() else results
     frame = read_records(records_file) if records_file.is_file() else pd.DataFrame(columns=list(COLUMNS))
@@ -267,7 +267,7 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
         ours = pd.concat([c for c in (ours, cells) if len(c)], ignore_index=True)
     made, not_compared = _comparisons(ours, paper.load(paper_dir), out, why_not)
     produced, missing = produced + made, missing + not_compared
-    from harness.stats_report import write_statistics  # scipy, statsmodels: only when a report is written
+    from harness.reporting.stats_report import write_statistics  # scipy, statsmodels: only when a report is written
 
     statistics = write_statistics(frame, results.parent if results.is_file() else results, out / "statistics",
                                   reference=reference)
@@ -301,7 +301,7 @@ def find_study_outputs(root: Path, out: Path | None = None) -> dict[str, list[Pa
 
 def read_study(label: str, path: Path) -> pd.DataFrame:
     """One study runner's output file; ``ValueError`` naming the file when it holds nothing usable."""
-    from harness.store import INTEGER, NUMERIC
+    from harness.records.store import INTEGER, NUMERIC
 
     try:
         frame = pd.read_csv(path, dtype={c: str for c in TEXT_COLUMNS})
@@ -336,7 +336,7 @@ def study_table(label: str, frame: pd.DataFrame) -> Table:
     """This run's table of one study, in the layout of the task tables (rendered by ``tables.render``)."""
     if label == "tab:sensitivity":
         return _sensitivity_table(frame)
-    from harness.task_registry import get_task
+    from harness.registry.tasks import get_task
 
     f = _by_variant(frame)
     f = f.assign(dataset=f["dataset"].map(lambda d: DATASETS.get(d, d)))
@@ -431,7 +431,7 @@ def _study_tables(root: Path, out: Path) -> tuple[list[str], dict[str, str], pd.
 
 def _tasks(frame: pd.DataFrame) -> list[str]:
     """The registered tasks with records, in registration order (harness.tasks)."""
-    from harness.task_registry import all_tasks
+    from harness.registry.tasks import all_tasks
 
     return [t for t in all_tasks() if (frame["task"] == t).any()]
 
@@ -453,7 +453,7 @@ def _task_tables(frame: pd.DataFrame, out: Path) -> list[str]:
 
 def _task_figures(frame: pd.DataFrame, out: Path) -> tuple[list[str], list[tuple[str, str]]]:
     """The figures drawn from the records, each listed once: (produced, not produced with why)."""
-    from harness.task_registry import all_tasks
+    from harness.registry.tasks import all_tasks
 
     produced, missing = [], []
     for task in all_tasks().values():

@@ -4,7 +4,7 @@ The generic parts: panels and curves from tables, drawing and saving, and the fi
 (:func:`error_panels`).  A task's own figure is its ``figures`` method (``harness.tasks``):
 classification's label-efficiency panels are built in ``harness/tasks/classification.py``.
 
-Every point is a cell of the task's table (:mod:`harness.tables`: mean and sample std over
+Every point is a cell of the task's table (:mod:`harness.reporting.tables`: mean and sample std over
 replicates, x ``SCALE``), so a figure and its table show the same numbers in the same unit, which
 every y-axis label states ("RMSE (x100, normalised)").  The legend sits outside the axes, so it
 covers no data; each model has its own hollow marker, marker size and line style, so lines that
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.tables import SCALE, Column, Table, condition_value, condition_tables
+from harness.reporting.tables import SCALE, Column, Table, condition_value, condition_tables
 
 UNIT = f"x{SCALE:g}"
 MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "h", "p")
@@ -90,7 +90,7 @@ def error_panels(frame: pd.DataFrame, task: str, metrics: tuple[str, ...]) -> li
     condition's table (the same numbers as ``tables/<task>_<condition>``)."""
     tables = [(condition_value(c), t) for c, t in condition_tables(frame, task)]
     datasets = list(dict.fromkeys(c.group for _, t in tables for c in t.columns))
-    from harness.task_registry import get_task
+    from harness.registry.tasks import get_task
 
     xlabel, ticks = get_task(task).x_label, get_task(task).x_ticks
     grid = [[Panel(ds, xlabel, f"{metric} ({UNIT}, normalised)",
@@ -193,7 +193,7 @@ def save_figure(grid: list[list[Panel]], path: Path) -> list[Path]:
 
 def task_figures(frame: pd.DataFrame, task: str, out_dir: Path) -> list[Path]:
     """The task's figure (PNG and PDF) under ``out_dir``; none when the records support none."""
-    from harness.task_registry import get_task
+    from harness.registry.tasks import get_task
 
     return get_task(task).figures(frame, out_dir)
 

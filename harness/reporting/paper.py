@@ -1,7 +1,7 @@
 """The paper's tables as data: a parser for the tables of ``soter-paper.tex`` and the meaning of
 every column, so that ``results/paper/`` holds one tidy CSV per table (values as printed).
 
-    python -m harness.paper --tex ../shared/paper/soter-paper.tex --out results/paper
+    python -m harness.reporting.paper --tex ../shared/paper/soter-paper.tex --out results/paper
 
 Cells are read as printed: ``\\pmstd{m}{s}`` gives mean and std, bold / underline / asterisks are
 dropped, ``/`` (not supported) gives no row.  ``scale`` says how the paper printed the values (100:
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-PAPER_DIR = Path(__file__).resolve().parents[1] / "results" / "paper"
+PAPER_DIR = Path(__file__).resolve().parents[2] / "results" / "paper"
 DATASETS = ("HeartRate", "MIT-BIH", "ScientiSST MOVE", "IEEE PPG", "MMASH", "WDD")
 ERRORS = ("RMSE", "MAE")
 
@@ -173,9 +173,9 @@ def load(folder: Path = PAPER_DIR) -> dict[str, pd.DataFrame]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m harness.paper", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m harness.reporting.paper", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tex", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "paper" /
+    p.add_argument("--tex", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "paper" /
                    "soter-paper.tex")
     p.add_argument("--out", type=Path, default=PAPER_DIR)
     args = p.parse_args(argv)

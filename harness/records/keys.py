@@ -1,7 +1,7 @@
 """The key of a record row: a hash of its cell and its model's identity (docs/records.md).
 
 A module of its own so that the store and the readers that match rows to configurations
-(``harness.configurations``) share it without importing each other.
+(``harness.records.configurations``) share it without importing each other.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
-from harness.keys import KEY_FIELDS, KEY_NAMES, row_key  # noqa: F401 (re-exported: the store's key)
+from harness.records.keys import KEY_FIELDS, KEY_NAMES, row_key  # noqa: F401 (re-exported: the store's key)
 
 if TYPE_CHECKING:  # pandas is imported on use: `python -m harness --help` does not need it
     import pandas as pd
@@ -376,10 +376,10 @@ def read_records(path: Path) -> pd.DataFrame:
 
     A cell (the key fields) may have rows under several keys: the same model run with other weights
     or options (``--weights``, ``--model-option``). Tables must not pool those: each configuration is
-    a model of its own, named after what tells it apart (``harness.configurations``), with the
+    a model of its own, named after what tells it apart (``harness.records.configurations``), with the
     registry's name in ``model_name``.
     """
-    from harness.configurations import label_configurations
+    from harness.records.configurations import label_configurations
 
     path = Path(path)
     if not path.is_file():

@@ -33,7 +33,7 @@ from protocols.specs import ClassificationSpec, ForecastingSpec, ImputationSpec,
 from protocols.splits import Fold
 
 TaskSpec = ForecastingSpec | NoiseSpec | ImputationSpec | ClassificationSpec  # the built-in tasks' specs
-WINDOW_ERRORS = "window_errors"  # a result's per-window arrays; not a record column (harness.window_store)
+WINDOW_ERRORS = "window_errors"  # a result's per-window arrays; not a record column (harness.records.window_store)
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def cached_model(name: str, options: tuple[tuple[str, Any], ...], model_id: str 
 
 def run_cell(cell: Cell) -> dict[str, object]:
     """Evaluate one cell; never raises for a model failure (the row says what happened)."""
-    from harness.task_registry import get_task
+    from harness.registry.tasks import get_task
 
     started = time.perf_counter()
     row: dict[str, object]
@@ -104,7 +104,7 @@ def evaluate_cell(task, cell: Cell, dataset: Dataset) -> dict[str, object]:
 def _classification(cell: Cell, dataset: Dataset) -> dict[str, object]:
     """One classification cell without the timing and error capture of :func:`run_cell` (kept for callers
     of the previous version; any task's cell works)."""
-    from harness.task_registry import get_task
+    from harness.registry.tasks import get_task
 
     return evaluate_cell(get_task(cell.task), cell, dataset)
 
@@ -116,7 +116,7 @@ def model_info(model: Model, cell: Cell) -> str:
     return json.dumps(shareable(info), sort_keys=True, default=str)
 
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 _ABSOLUTE = re.compile(r"(?<![\w.:/~])/[^\s\"'(),;]+")
 
 

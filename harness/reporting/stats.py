@@ -393,7 +393,7 @@ def plot_cd_diagram(summary: RankSummary, path_stem: Path, alpha: float = 0.05, 
     import matplotlib.pyplot as plt
     import scikit_posthocs as sp
 
-    from harness.figures import reproducible_metadata
+    from harness.reporting.figures import reproducible_metadata
 
     cd = nemenyi_cd(k, n_used, alpha)
     path_stem = Path(path_stem)

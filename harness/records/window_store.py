@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.store import file_mode
+from harness.records.store import file_mode
 
 FOLDER = "window_errors"
 

@@ -14,7 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator, Protocol, TypeVar
 
-from harness.inflight import top_up
+from harness.run.inflight import top_up
 
 C = TypeVar("C")
 R = TypeVar("R")
@@ -139,7 +139,7 @@ def make_executor(jobs: int, kind: str = "local", address: str | None = None,
     """``local``: in process (jobs 1) or ``jobs`` worker processes; ``ray``: Ray tasks on the cluster at
     ``address`` (else a local Ray instance with ``jobs`` CPUs when jobs > 1, all cores otherwise)."""
     if kind == "ray":
-        from harness.executor_ray import RayExecutor
+        from harness.run.executor_ray import RayExecutor
 
         return RayExecutor(address, resources, num_cpus=jobs if jobs > 1 else None)
     if kind != "local":

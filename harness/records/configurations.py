@@ -18,7 +18,7 @@ import json
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from harness.keys import KEY_FIELDS, row_key
+from harness.records.keys import KEY_FIELDS, row_key
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -156,7 +156,7 @@ def latest_per_configuration(frame: pd.DataFrame) -> pd.DataFrame:
 @lru_cache(maxsize=256)
 def current_code(model: str, task: str) -> str | None:
     """The digest of the code that would compute ``model``'s rows of ``task`` now (None: unknown model)."""
-    from harness.code_identity import row_code
+    from harness.records.code_identity import row_code
 
     try:
         return row_code(model, task)

@@ -9,14 +9,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.cells import WINDOW_ERRORS, Cell, run_cell
-from harness.executor import EXECUTORS, make_executor
-from harness.progress import Progress
-from harness.store import RecordStore, RecordStoreError, row_key
-from harness.window_store import write_window_errors
-from harness.configurations import recorded_code, with_identity
+from harness.run.cells import WINDOW_ERRORS, Cell, run_cell
+from harness.run.executor import EXECUTORS, make_executor
+from harness.run.progress import Progress
+from harness.records.store import RecordStore, RecordStoreError, row_key
+from harness.records.window_store import write_window_errors
+from harness.records.configurations import recorded_code, with_identity
 from models.registry import get_spec, identity_digest
-from harness.task_registry import get_task
+from harness.registry.tasks import get_task
 from protocols.data import dataset_fingerprint
 from protocols.datasets import all_datasets, is_path_like, load_dataset, resolve_data_root
 from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, Setting, SpecError
@@ -311,8 +311,8 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
 def model_identity(task: str, model: str, options: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
     """What a model's rows store beside their numbers (``model_info``, docs/records.md): the identity
     digest that is part of their key, the options and weights it digests, and the code digest
-    (``harness.code_identity``) that a rerun compares to decide whether a finished row is still current."""
-    from harness.code_identity import row_code
+    (``harness.records.code_identity``) that a rerun compares to decide whether a finished row is still current."""
+    from harness.records.code_identity import row_code
 
     if model in get_task(task).model_free:
         return {"model_id": "", "options": {}, "code": row_code(model, task)}

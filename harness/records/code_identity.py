@@ -136,7 +136,7 @@ def package_version() -> str:
 def row_code(model: str, task: str) -> str | None:
     """The code digest of ``model``'s rows in ``task`` (a task's model-free pseudo-model: the task's code
     alone); None when the model is no longer registered (its code cannot be named)."""
-    from harness.task_registry import get_task
+    from harness.registry.tasks import get_task
     from models.registry import UnknownModelError, get_spec
 
     task_object = get_task(task)

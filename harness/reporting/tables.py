@@ -14,9 +14,9 @@ What a cell must hold is read from the records themselves: every fold, seed and 
 model has a row for on that dataset and condition (their product).  A replicate counts only when
 every one of its folds (and seeds) finished ``ok``; a cell that lacks any, whose rows come from
 several versions of the code, or from code or default weights that changed since ("mixed", "stale":
-``harness.configurations``) is marked (a dagger in every format), never bold or underlined, and a
+``harness.records.configurations``) is marked (a dagger in every format), never bold or underlined, and a
 note says what is missing or wrong.  Each configuration of a model (``--model-option``, ``--weights``)
-is a row of its own (``harness.configurations``).
+is a row of its own (``harness.records.configurations``).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class Table:
 # -- error tables -----------------------------------------------------------------------
 def _error_task(task: str):
     """The registered error task ``task`` (``harness.tasks.ErrorTask``): its replicates and captions."""
-    from harness.task_registry import get_task
+    from harness.registry.tasks import get_task
 
     return get_task(task)
 
@@ -170,7 +170,7 @@ def error_table(frame: pd.DataFrame, task: str, condition: str | None = None, mo
             ok = g[g["complete"]]
             problem = ""
             if len(ok):
-                from harness.configurations import code_problem
+                from harness.records.configurations import code_problem
 
                 problem = code_problem(rows[(rows["dataset"] == ds) & (rows["model"] == model)], task)
             for col in (Column(ds, "RMSE"), Column(ds, "MAE")):
@@ -225,7 +225,7 @@ def registry_names(frame: pd.DataFrame, models) -> list[str]:
 
 def unrecorded_note(rows: pd.DataFrame) -> list[str]:
     """A note when rows predate the code identity (their code cannot be compared with the current one)."""
-    from harness.configurations import unrecorded_code
+    from harness.records.configurations import unrecorded_code
 
     described = rows[rows["model_info"].fillna("") != ""] if "model_info" in rows else rows.iloc[:0]
     n = unrecorded_code(described)
@@ -411,7 +411,7 @@ def plain(text: str) -> str:
 def task_tables(frame: pd.DataFrame, task: str, models: list[str] | None = None,
                 datasets: list[str] | None = None) -> list[tuple[str, Table]]:
     """Every table of a task as (file stem, table): the task's ``tables`` (``harness.tasks``)."""
-    from harness.task_registry import get_task
+    from harness.registry.tasks import get_task
 
     return get_task(task).tables(frame, models if models is not None else table_models(frame, task), datasets)
 

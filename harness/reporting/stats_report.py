@@ -4,7 +4,7 @@ critical-difference diagram and error-by-horizon curves, from records and their 
 Cells are (dataset, setting, condition) for the error tasks that score windows (forecasting, noise).
 A cell's score is the table's: folds pooled exactly, averaged over seeds; a model that did not finish
 every fold of a cell has no score there (counted in ``cells_completed``, never ranked on it).
-Paired tests and intervals need the per-window errors (``harness.window_store``); records written
+Paired tests and intervals need the per-window errors (``harness.records.window_store``); records written
 before they existed still give the leaderboard and the diagram, and the rest says it cannot.
 """
 
@@ -17,15 +17,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness import stats
-from harness.tables import SCALE, md_escape, plain, pooled
-from harness.window_store import read_window_errors
+from harness.reporting import stats
+from harness.reporting.tables import SCALE, md_escape, plain, pooled
+from harness.records.window_store import read_window_errors
 
 
 
 def stat_tasks() -> tuple[str, ...]:
     """The registered tasks that score windows (``Task.scores_windows``): the statistics apply to them."""
-    from harness.task_registry import all_tasks
+    from harness.registry.tasks import all_tasks
 
     return tuple(name for name, task in all_tasks().items() if task.scores_windows)
 
@@ -275,7 +275,7 @@ def leaderboard(frame: pd.DataFrame, windows: dict[tuple, dict[str, CellWindows]
 # -- figures -----------------------------------------------------------------------------------
 def horizon_figure(windows: dict[tuple, dict[str, CellWindows]], path_stem: Path) -> list[Path]:
     """RMSE against horizon step, one panel per (dataset, setting) of the clean condition."""
-    from harness.figures import pyplot, save_png_pdf
+    from harness.reporting.figures import pyplot, save_png_pdf
 
     cells = sorted(c for c in windows if c[2] == "clean")
     if not cells:
@@ -333,8 +333,8 @@ def _write(df: pd.DataFrame, stem: Path, caption: str) -> None:
 
 def _current_code_only(frame: pd.DataFrame, task: str, done: Statistics) -> pd.DataFrame:
     """``frame`` without the task's models whose rows mix code versions or come from changed code or default
-    weights (``harness.configurations.code_problem``): each is named, with why, under what was not produced."""
-    from harness.configurations import code_problem
+    weights (``harness.records.configurations.code_problem``): each is named, with why, under what was not produced."""
+    from harness.records.configurations import code_problem
 
     rows = frame[frame["task"] == task]
     drop = []
@@ -350,7 +350,7 @@ def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: s
                      alpha: float = 0.05, n_boot: int = 2000) -> Statistics:
     """Every statistic the records under ``results`` support, under ``out`` (the report's statistics/)."""
     done = Statistics()
-    from harness.task_registry import get_task
+    from harness.registry.tasks import get_task
 
     for task in stat_tasks():
         if not (frame["task"] == task).any():
