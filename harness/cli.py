@@ -134,7 +134,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    try:
+        parser = _parser()  # loads the plugins: the tasks they register are commands' choices
+    except (ValueError, KeyError, RuntimeError, ImportError) as exc:  # a plugin that fails: one line
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     previous = _install_stop_handlers()
     try:
         return _dispatch(args)

@@ -37,9 +37,11 @@ Errors name the plugin: the entry point and its distribution, or the ``$SOTER_BE
 module.  A plugin whose module raises on import (a missing dependency, a syntax error) raises
 :class:`PluginImportError`, an ``ImportError``; a callable that raises, a missing attribute or
 something given that is no ``ModelSpec`` raises :class:`PluginError`.  Both are ``RuntimeError``
-subclasses, so the CLI prints the one line and exits 2.  A name registered twice with different
-specs raises :class:`DuplicateModelError` (a ``ValueError``) naming who registered each.  The
-original exception is chained to the one raised.
+subclasses, so the CLI prints the one line and exits 2.  The original exception is chained to the one raised.
+
+The registry is a ``protocols.registry.Registry``, the one kind every registry is: the same spec registered
+again is fine (a module imported twice); another spec under a registered name raises
+:class:`DuplicateModelError` (a ``ValueError``) naming who registered each.
 """
 
 from __future__ import annotations
@@ -55,11 +57,11 @@ from pathlib import Path
 from typing import Any, Callable, Required, TypedDict, TypeVar, Unpack
 
 from protocols.interface import Capabilities, Model
+from protocols.registry import DuplicateNameError, Registry, UnknownNameError
 
 
-class UnknownModelError(KeyError):
-    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
-        return str(self.args[0])
+class UnknownModelError(UnknownNameError):
+    """A model name nothing is registered under; lists the known models."""
 
 
 class UnknownOptionError(TypeError):
@@ -284,13 +286,14 @@ def _resolve(target: str) -> Callable[..., Any]:
     return obj
 
 
-_REGISTRY: dict[str, ModelSpec] = {}
-_SOURCES: dict[str, tuple[object, str]] = {}  # name -> (plugin or None, registering module)
-_loading: list[object] = []  # the plugin being loaded (its str() describes it), innermost last
-
-
-class DuplicateModelError(ValueError):
+class DuplicateModelError(DuplicateNameError):
     """Two different models registered under one name; names who registered each."""
+
+
+# name -> spec (protocols.registry: the same spec again is fine, another spec under a registered name is an error)
+_MODELS: Registry[ModelSpec] = Registry("model", sort_known=True, duplicate_error=DuplicateModelError,
+                                        unknown_error=UnknownModelError)
+_loading: list[object] = []  # the plugin being loaded (its str() describes it), innermost last
 
 
 class PluginError(RuntimeError):
@@ -311,14 +314,7 @@ def register(spec: ModelSpec) -> ModelSpec:
 
 def _register(spec: ModelSpec, module: str) -> ModelSpec:
     """Registers ``spec``, crediting ``module`` (and the plugin being loaded) in duplicate-name errors."""
-    source = (_loading[-1] if _loading else None, module)
-    if spec.name in _REGISTRY and _REGISTRY[spec.name] != spec:
-        before = _describe(*_SOURCES.get(spec.name, (None, "?")))
-        raise DuplicateModelError(f"model name {spec.name!r} is registered twice: by {_describe(*source)}, "
-                                  f"and before by {before}")
-    _REGISTRY[spec.name] = spec
-    _SOURCES.setdefault(spec.name, source)
-    return spec
+    return _MODELS.add(spec.name, spec, _describe(_loading[-1] if _loading else None, module))
 
 
 def import_path(obj: Any) -> str:
@@ -534,16 +530,12 @@ def _ensure_builtin() -> None:
 
 def all_specs() -> dict[str, ModelSpec]:
     _ensure_builtin()
-    return dict(_REGISTRY)
+    return _MODELS.mapping()
 
 
 def get_spec(name: str) -> ModelSpec:
-    specs = all_specs()
-    if name not in specs:
-        raise UnknownModelError(
-            f"unknown model {name!r}; known models: {', '.join(sorted(specs))}"
-        )
-    return specs[name]
+    _ensure_builtin()
+    return _MODELS.get(name)
 
 
 def load_model(name: str, **options: Any) -> Model:

@@ -3,23 +3,34 @@
 Like the model registry, it does not import the tasks it registers: the built-in tasks are registered
 by :mod:`harness.tasks` (its registration line), which is imported by name on the first look-up, so
 that every process (a worker included) finds them; tasks of plugins (``$SOTER_BENCH_PLUGINS``, entry
-points of ``soter_bench.models``) are loaded on a miss.  It imports nothing of the harness, so every
-module may look tasks up here.
+points of ``soter_bench.models``) are loaded with the models' plugins. It imports nothing else of the
+harness, so every part of it may look tasks up here.
+
+Duplicate policy (``protocols.registry``, the one kind every registry is): the same task class again
+(its module imported twice) replaces the earlier instance; another class under a registered name is an
+error naming both, so a plugin cannot silently replace ``forecasting``.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 from typing import Any
 
+from protocols.registry import Registry, UnknownNameError
+
 BUILTIN_TASKS = "harness.tasks"  # the module whose import registers the built-in tasks
-TASKS: dict[str, Any] = {}  # name -> task, in registration order (the order of listings and reports)
+
+
+class UnknownTaskError(UnknownNameError, ValueError):
+    """A task name nothing is registered under; lists the known tasks."""
+
+
+def _same_class(earlier: Any, task: Any) -> bool:
+    return type(earlier).__qualname__ == type(task).__qualname__
+
+
+TASKS: Registry[Any] = Registry("task", same=_same_class, unknown_error=UnknownTaskError)
 _loading = False
-
-
-class UnknownTaskError(ValueError):
-    pass
 
 
 def _load_builtins() -> None:
@@ -29,43 +40,35 @@ def _load_builtins() -> None:
         importlib.import_module(BUILTIN_TASKS)  # a no-op once imported
 
 
+def _load_plugins() -> None:
+    """The models' plugins (entry points of ``soter_bench.models``, ``$SOTER_BENCH_PLUGINS``): they may
+    register tasks."""
+    from models.registry import all_specs
+
+    all_specs()
+
+
 def register_task(task: Any) -> Any:
-    """Add ``task`` (a ``harness.tasks.Task``) to :data:`TASKS` and return it. Another task class under a
-    registered name is an error (a plugin must not silently replace ``forecasting``); the same class
-    again (its module imported twice) replaces the earlier instance."""
+    """Add ``task`` (a ``harness.tasks.Task``) and return it (the duplicate policy above)."""
     _load_builtins()  # the built-ins come first
     from_base = any(c.__name__ == "Task" and c.__module__ == "harness.tasks.base" for c in type(task).__mro__)
     if not from_base:
         raise TypeError(f"register_task expects a harness.tasks.Task, got {type(task).__name__}")
     if not task.name or not isinstance(task.name, str):
         raise ValueError(f"{type(task).__name__} has no name")
-    earlier = TASKS.get(task.name)
-    if earlier is not None and type(earlier).__qualname__ != type(task).__qualname__:
-        raise ValueError(f"task name {task.name!r} is registered twice: by {type(earlier).__module__}."
-                         f"{type(earlier).__qualname__} and by {type(task).__module__}.{type(task).__qualname__}")
-    TASKS[task.name] = task
-    return task
+    return TASKS.add(task.name, task, f"{type(task).__module__}.{type(task).__qualname__}")
 
 
 def all_tasks() -> dict[str, Any]:
-    """Every registered task: the built-ins, and those of ``$SOTER_BENCH_PLUGINS`` modules when it is set
-    (so that the CLI offers them; entry points are loaded on a look-up miss, :func:`get_task`)."""
+    """Every registered task, the plugins' included (so that the CLI offers them), in registration order."""
     _load_builtins()
-    if os.environ.get("SOTER_BENCH_PLUGINS"):
-        from models.registry import all_specs
-
-        all_specs()
-    return TASKS
+    _load_plugins()
+    return TASKS.mapping()
 
 
 def get_task(name: str) -> Any:
     """The registered task ``name``; a clear error listing the known tasks otherwise."""
     _load_builtins()
     if name not in TASKS:
-        from models.registry import all_specs
-
-        all_specs()  # imports the model plugins, which may register tasks
-    try:
-        return TASKS[name]
-    except KeyError:
-        raise UnknownTaskError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}") from None
+        _load_plugins()  # they may register tasks
+    return TASKS.get(name)

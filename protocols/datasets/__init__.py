@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from protocols.data import Dataset, DatasetError
+from protocols.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -20,12 +22,12 @@ class DatasetSpec:
     needs_root: bool = False  # a downloaded dataset: the loader takes root=DIR (--data-root)
 
 
-_REGISTRY: dict[str, DatasetSpec] = {}
+# name -> spec (protocols.registry: the same spec again is fine, another spec under a registered name is an error)
+_DATASETS: Registry[DatasetSpec] = Registry("dataset", sort_known=True)
 
 
 def register(spec: DatasetSpec) -> DatasetSpec:
-    _REGISTRY[spec.name] = spec
-    return spec
+    return _DATASETS.add(spec.name, spec, f"module {sys._getframe(1).f_globals.get('__name__', '?')!r}")
 
 
 register(DatasetSpec(
@@ -43,7 +45,7 @@ def _ensure_registered() -> None:
 
 def all_datasets() -> dict[str, DatasetSpec]:
     _ensure_registered()
-    return dict(_REGISTRY)
+    return _DATASETS.mapping()
 
 
 def is_path_like(name: str) -> bool:
@@ -78,8 +80,8 @@ def load_dataset(name: str, data_root: str | Path | None = None, **options: Any)
         if not k.isdigit():
             raise DatasetError(f"{name!r}: the number of blocks after {BLOCKS_SUFFIX!r} must be an integer")
         return split_into_blocks(load_dataset(base, data_root, **options), int(k))
-    if name in _REGISTRY:
-        spec = _REGISTRY[name]
+    if name in _DATASETS:
+        spec = _DATASETS[name]
         module, _, attr = spec.loader.partition(":")
         if spec.needs_root:
             root = resolve_data_root(data_root)
@@ -95,6 +97,6 @@ def load_dataset(name: str, data_root: str | Path | None = None, **options: Any)
 
         return load_folder_dataset(Path(name), **options)
     raise DatasetError(
-        f"unknown dataset {name!r}; known datasets: {', '.join(sorted(_REGISTRY))} "
+        f"unknown dataset {name!r}; known datasets: {', '.join(sorted(_DATASETS))} "
         "(or give the path of a dataset folder, see docs/datasets.md)"
     )

@@ -1,0 +1,88 @@
+"""One kind of registry for everything looked up by name: models, tasks, datasets.
+
+Each registry keeps its items in registration order with who registered each, and applies one
+duplicate policy: a name registered again with the *same* item (``same(earlier, new)``; equality by
+default) replaces the entry, so a module imported twice registers harmlessly; a *different* item under
+a registered name raises :class:`DuplicateNameError` naming both registrants, so a plugin never
+silently replaces a built-in. An unknown name raises :class:`UnknownNameError` listing the known ones.
+
+It lives in ``protocols``, the lowest layer, so that every layer registers its things the same way.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Callable, Generic, Iterator, TypeVar
+
+T = TypeVar("T")
+
+
+class DuplicateNameError(ValueError):
+    """Two different items registered under one name; names who registered each."""
+
+
+class UnknownNameError(KeyError):
+    """A name nothing is registered under; lists the known names."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0])
+
+
+@dataclass
+class Registry(Generic[T]):
+    """name -> item, in registration order, with the duplicate policy of the module docstring."""
+
+    kind: str  # what the items are, in messages: "model", "task", "dataset"
+    same: Callable[[T, T], bool] = operator.eq  # when a second registration under a name is the same item
+    sort_known: bool = False  # unknown-name errors list the known names sorted (else in registration order)
+    duplicate_error: type[DuplicateNameError] = DuplicateNameError
+    unknown_error: type[KeyError] = UnknownNameError
+    _items: dict[str, T] = field(default_factory=dict, init=False, repr=False)
+    _sources: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+
+    def add(self, name: str, item: T, source: str) -> T:
+        """Register ``item`` under ``name``; ``source`` says who registers it (error messages)."""
+        if name in self._items and not self.same(self._items[name], item):
+            raise self.duplicate_error(f"{self.kind} name {name!r} is registered twice: by {source}, "
+                                       f"and before by {self._sources[name]}")
+        self._items[name] = item
+        self._sources.setdefault(name, source)
+        return item
+
+    def get(self, name: str) -> T:
+        try:
+            return self._items[name]
+        except KeyError:
+            known = sorted(self._items) if self.sort_known else list(self._items)
+            raise self.unknown_error(f"unknown {self.kind} {name!r}; known {self.kind}s: {', '.join(known)}") from None
+
+    def remove(self, name: str) -> T | None:
+        """Unregister ``name`` (a test's own items; a plugin being unloaded)."""
+        self._sources.pop(name, None)
+        return self._items.pop(name, None)
+
+    def source(self, name: str) -> str:
+        return self._sources[name]
+
+    def mapping(self) -> dict[str, T]:
+        """A copy: name -> item, in registration order."""
+        return dict(self._items)
+
+    def copy(self) -> Registry[T]:
+        """An independent registry with the same entries (a test registers into it and drops it)."""
+        other = Registry(self.kind, self.same, self.sort_known, self.duplicate_error, self.unknown_error)
+        other._items, other._sources = dict(self._items), dict(self._sources)
+        return other
+
+    def __getitem__(self, name: str) -> T:
+        return self.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._items))
+
+    def __len__(self) -> int:
+        return len(self._items)
