@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 from harness.run.executor import EXECUTORS
-from harness.registry.tasks import all_tasks
+from harness.registry.tasks import all_options, all_tasks
 from harness.run.runner import (
     DEFAULT_OUT, RECORDS_FILE, RunConfig, default_models, execute, parse_model_option,
 )
-from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, Setting, SpecError
+from protocols.specs import Setting, SpecError
 
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -52,22 +52,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="folder holding downloaded datasets (default: $SOTER_BENCH_DATA)")
     run.add_argument("--models", nargs="+", default=[], metavar="NAME",
                      help="model names (see `python -m harness list models`); default: the task's default models")
-    run.add_argument("--settings", "--windows", dest="settings", nargs="+", default=None, metavar="C/H",
-                     help="forecasting and noise: context/horizon settings in samples (the paper's \"windows\"; "
-                          "--windows is accepted too) (default: 48/24 72/36 96/48 128/64 for forecasting, "
-                          "96/48 for noise)")
-    run.add_argument("--levels", nargs="+", type=float, default=list(NOISE_LEVELS), metavar="BETA",
-                     help="noise: levels beta (default: %(default)s)")
-    run.add_argument("--rates", nargs="+", type=float, default=[100 * r for r in MISSING_RATES], metavar="PCT",
-                     help="imputation: missing rates in percent (default: %(default)s)")
-    run.add_argument("--budgets", nargs="+", type=float, default=[100 * b for b in LABEL_BUDGETS], metavar="PCT",
-                     help="classification: label budgets in percent (default: %(default)s)")
     run.add_argument("--seeds", nargs="+", type=int, default=None,
                      help="seeds (default: 0 for forecasting and noise, 0 1 2 for imputation and classification)")
-    run.add_argument("--max-windows-per-subject", type=int, default=None,
-                     help="windows (segments) drawn per subject; default: the task's (docs/protocols.md)")
-    run.add_argument("--segment-length", type=int, default=None,
-                     help="imputation and classification: segment length in samples (default: 96 and 128)")
     run.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: %(default)s)")
     run.add_argument("--jobs", type=int, default=1,
                      help="parallel worker processes (default: 1); with --executor ray: CPUs of a local Ray instance")
@@ -89,6 +75,8 @@ def _parser() -> argparse.ArgumentParser:
                           "(repeatable; VALUE is a Python literal or a string; options are part of the record key)")
     run.add_argument("--rerun", action="store_true", help="recompute rows that are already finished")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    _add_task_options(run.add_argument_group("task options (each names the tasks that read it; a flag the task "
+                                              "does not read is an error)"))
 
     lst = sub.add_parser("list", help="list datasets, models and tasks")
     lst.add_argument("what", nargs="?", choices=("datasets", "models", "tasks", "all"), default="all")
@@ -131,6 +119,18 @@ def _parser() -> argparse.ArgumentParser:
     table.add_argument("--reference", default=None, metavar="MODEL",
                        help="with --stats: test every model against MODEL instead of each cell's best")
     return p
+
+
+def _add_task_options(run: argparse._ArgumentGroup) -> None:
+    """The registered tasks' options (``Task.options``) as flags of ``run``, each once, its help naming the tasks
+    that read it; a flag given stays None unless given, so a run passes exactly the options given."""
+    for option, tasks in all_options().items():
+        try:
+            run.add_argument(option.flag, *option.aliases, dest=option.name, nargs="+" if option.many else None,
+                             default=None, metavar=option.metavar, help=f"{', '.join(tasks)}: {option.help}")
+        except argparse.ArgumentError as exc:
+            raise ValueError(f"task {tasks[0]!r} declares the option {option.flag}, which `run` has already: "
+                             f"{exc.message}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,13 +245,10 @@ def _parse_weights(items: list[str]) -> tuple[tuple[str, str], ...]:
 def _run(args: argparse.Namespace) -> int:
     from harness.records.store import read_records  # pandas: imported on use, so that --help and list start fast
 
+    options = {o.name: o.read(getattr(args, o.name)) for o in all_options() if getattr(args, o.name) is not None}
     config = RunConfig(
-        task=args.task, datasets=tuple(args.dataset), models=tuple(args.models),
-        settings=tuple(Setting.parse(s) for s in args.settings) if args.settings else None,
+        task=args.task, datasets=tuple(args.dataset), models=tuple(args.models), options=options,
         out=args.out, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address, seeds=tuple(args.seeds) if args.seeds else None,
-        max_windows_per_subject=args.max_windows_per_subject, segment_length=args.segment_length,
-        noise_levels=tuple(args.levels),
-        missing_rates=tuple(r / 100 for r in args.rates), budgets=tuple(b / 100 for b in args.budgets),
         rerun=args.rerun, weights=_parse_weights(args.weights), trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
         data_root=args.data_root, device=args.device, model_options=tuple(parse_model_option(o) for o in args.model_option),
     )
@@ -384,6 +381,8 @@ def _list(what: str) -> int:
         print("Tasks:")
         for name, task in all_tasks().items():
             print(f"  {name:<22} {task.description}")
+            if task.options:
+                print(f"  {'':<22} options: {' '.join(o.flag for o in task.options)}")
     return 0
 
 

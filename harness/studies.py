@@ -131,7 +131,7 @@ def _forecasting_records(model: str, weights: Path | None, eval_dir: Path, datas
 
     config = RunConfig(task="forecasting", datasets=datasets, models=(model,), out=eval_dir,
                        weights=((model, str(weights)),) if weights is not None else (), data_root=data_root,
-                       max_windows_per_subject=max_windows_per_subject, progress=False)
+                       options={"max_windows_per_subject": max_windows_per_subject}, progress=False)
     execute(config, log=log)
     return read_records(eval_dir / "records.csv")
 

@@ -78,7 +78,7 @@ def test_a_run_skips_cells_another_run_finished_meanwhile(folder, tmp_path):
     from protocols.specs import Setting
 
     config = RunConfig(datasets=(str(folder),), models=("last-value",), out=tmp_path / "o",
-                       settings=(Setting(48, 24),), max_windows_per_subject=4, progress=False)
+                       options={"settings": (Setting(48, 24),), "max_windows_per_subject": 4}, progress=False)
     cells, _ = plan(config)
     other = RecordStore(config.records_path)  # "another run" that finishes every cell first
     for _, fields in cells:

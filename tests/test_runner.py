@@ -32,9 +32,8 @@ def folder(tmp_path) -> Path:
 
 
 def _config(folder, out, models=("last-value", "window-mean"), **kw) -> RunConfig:
-    kw.setdefault("settings", (Setting(48, 24), Setting(72, 36)))
-    return RunConfig(datasets=(str(folder),), models=tuple(models), out=out,
-                     max_windows_per_subject=4, progress=False, **kw)
+    options = {"settings": (Setting(48, 24), Setting(72, 36)), "max_windows_per_subject": 4}
+    return RunConfig(datasets=(str(folder),), models=tuple(models), out=out, options=options, progress=False, **kw)
 
 
 def _metrics(path: Path) -> pd.DataFrame:

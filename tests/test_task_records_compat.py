@@ -18,11 +18,11 @@ from protocols.specs import Setting
 from tests.conftest import make_dataset
 
 FIXTURE = Path(__file__).parent / "fixtures" / "records_v1"
-RUNS = {  # as the fixture was made
-    "forecasting": dict(models=("last-value", "window-mean"), settings=(Setting(48, 24),)),
-    "noise": dict(models=("last-value",), settings=(Setting(48, 24),), noise_levels=(0.0, 0.1)),
-    "imputation": dict(models=("locf",), missing_rates=(0.25,), seeds=(0, 1), segment_length=32),
-    "classification": dict(models=("stat-features", "random"), budgets=(0.5, 1.0), seeds=(0,), segment_length=32),
+RUNS = {  # as the fixture was made: (RunConfig fields, the task's options)
+    "forecasting": (dict(models=("last-value", "window-mean")), dict(settings=(Setting(48, 24),))),
+    "noise": (dict(models=("last-value",)), dict(settings=(Setting(48, 24),), levels=(0.0, 0.1))),
+    "imputation": (dict(models=("locf",), seeds=(0, 1)), dict(rates=(0.25,), segment_length=32)),
+    "classification": (dict(models=("stat-features", "random"), seeds=(0,)), dict(budgets=(0.5, 1.0), segment_length=32)),
 }
 
 
@@ -37,8 +37,9 @@ def previous(tmp_path) -> tuple[Path, Path]:
 
 
 def _config(task: str, folder: Path, out: Path) -> RunConfig:
-    return RunConfig(task=task, datasets=(str(folder),), out=out, max_windows_per_subject=4, progress=False,
-                     **RUNS[task])
+    fields, options = RUNS[task]
+    return RunConfig(task=task, datasets=(str(folder),), out=out, options={"max_windows_per_subject": 4, **options},
+                     progress=False, **fields)
 
 
 @pytest.mark.parametrize("task", list(RUNS))
@@ -63,7 +64,7 @@ def test_previous_records_render_their_tables(previous, task, capsys):
     assert set(frame["task"]) == set(RUNS)
     assert main(["table", task, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    models = [m for m in RUNS[task]["models"]]
+    models = [m for m in RUNS[task][0]["models"]]
     assert all(m in printed for m in models)
     assert any((out / "tables").glob("*.md"))
 

@@ -39,9 +39,9 @@ def folder(tmp_path) -> Path:
 
 
 def _run(folder: Path, out: Path, models=("last-value",), **kw) -> object:
-    kw.setdefault("settings", (Setting(48, 24),))
-    return execute(RunConfig(datasets=(str(folder),), models=tuple(models), out=out, max_windows_per_subject=2,
-                             progress=False, **kw), log=lambda m: None)
+    options = {"settings": (Setting(48, 24),), "max_windows_per_subject": 2}
+    return execute(RunConfig(datasets=(str(folder),), models=tuple(models), out=out, options=options, progress=False,
+                             **kw), log=lambda m: None)
 
 
 def _metrics(path: Path) -> pd.DataFrame:

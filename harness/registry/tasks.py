@@ -1,4 +1,5 @@
-"""The task registry: name -> :class:`harness.tasks.Task`, in registration order.
+"""The task registry: name -> :class:`harness.tasks.Task`, in registration order, with each task's options
+(the flags of ``run`` it reads: ``harness.registry.options``).
 
 Like the model registry, it does not import the tasks it registers: the built-in tasks are registered
 by :mod:`harness.tasks` (its registration line), which is imported by name on the first look-up, so
@@ -8,7 +9,9 @@ harness, so every part of it may look tasks up here.
 
 Duplicate policy (``protocols.registry``, the one kind every registry is): the same task class again
 (its module imported twice) replaces the earlier instance; another class under a registered name is an
-error naming both, so a plugin cannot silently replace ``forecasting``.
+error naming both, so a plugin cannot silently replace ``forecasting``. A task's options are registered
+with it: an option whose name or flag another task declares with another meaning is refused the same way,
+so that a flag means one thing whichever task reads it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from protocols.registry import Registry, UnknownNameError
+from harness.registry.options import Option, clash, options_of
+from protocols.registry import DuplicateNameError, Registry, UnknownNameError
 
 BUILTIN_TASKS = "harness.tasks"  # the module whose import registers the built-in tasks
 
@@ -56,7 +60,15 @@ def register_task(task: Any) -> Any:
         raise TypeError(f"register_task expects a harness.tasks.Task, got {type(task).__name__}")
     if not task.name or not isinstance(task.name, str):
         raise ValueError(f"{type(task).__name__} has no name")
+    others = [t for name, t in TASKS.mapping().items() if name != task.name]
+    for problem in _option_clashes(task, others):
+        raise DuplicateNameError(problem)
     return TASKS.add(task.name, task, f"{type(task).__module__}.{type(task).__qualname__}")
+
+
+def _option_clashes(task: Any, others: list[Any]) -> list[str]:
+    return [why for option in task.options for other in others for theirs in other.options
+            if (why := clash(option, task.name, theirs, other.name))]
 
 
 def all_tasks() -> dict[str, Any]:
@@ -72,3 +84,19 @@ def get_task(name: str) -> Any:
     if name not in TASKS:
         _load_plugins()  # they may register tasks
     return TASKS.get(name)
+
+
+def all_options() -> dict[Option, tuple[str, ...]]:
+    """Every registered task's options, each once, with the names of the tasks that read it."""
+    out: dict[Option, tuple[str, ...]] = {}
+    for name, task in all_tasks().items():
+        for option in task.options:
+            out[option] = (*out.get(option, ()), name)
+    return out
+
+
+def task_options(name: str, given: dict[str, Any]) -> Any:
+    """Task ``name``'s options (a frozen dataclass, ``harness.registry.options``) with the values ``given`` by
+    option name; an option the task does not read is a SpecError naming its flag and the task's options."""
+    return options_of(get_task(name), given,
+                      lambda option: {o.name: o.flag for o in all_options()}.get(option, repr(option)))

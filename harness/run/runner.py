@@ -7,7 +7,7 @@ import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from harness.run.cells import WINDOW_ERRORS, Cell, run_cell
 from harness.run.executor import EXECUTORS, make_executor
@@ -16,10 +16,10 @@ from harness.records.store import RecordStore, RecordStoreError, row_key
 from harness.records.window_store import write_window_errors
 from harness.records.configurations import recorded_code, with_identity
 from models.registry import get_spec, identity_digest
-from harness.registry.tasks import get_task
+from harness.registry.tasks import get_task, task_options
 from protocols.data import dataset_fingerprint
 from protocols.datasets import all_datasets, is_path_like, load_dataset, resolve_data_root
-from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, Setting, SpecError
+from protocols.specs import SpecError
 
 DEFAULT_OUT = Path("results/runs/default")
 RECORDS_FILE = "records.csv"
@@ -27,26 +27,24 @@ RECORDS_FILE = "records.csv"
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything a run depends on; CLI flags map one-to-one onto these fields.
+    """Everything a run depends on; CLI flags map one-to-one onto these fields, and the task's own flags
+    onto ``options``.
 
-    Task parameters left as None take the task's defaults from ``protocols.specs``; each task
-    (``harness.tasks``) reads the fields it needs in ``Task.spec``.
+    ``options`` holds the values of the task's options (``Task.options``: ``--settings``, ``--rates`` ...) by
+    name, e.g. ``{"settings": (Setting(48, 24),), "max_windows_per_subject": 4}``; those not given take the
+    option's default (None: the task's spec decides, from ``protocols.specs``). An option the task does not
+    read is an error. The task gets them as ``task_options`` in ``Task.spec``.
     """
 
     task: str = "forecasting"  # a registered task (harness.tasks.TASKS)
     datasets: tuple[str, ...] = ()  # empty: the default datasets
     models: tuple[str, ...] = ()  # empty: every default model of the task
-    settings: tuple[Setting, ...] | None = None  # --settings (context/horizon): forecasting: the paper's four; noise: 96/48
+    options: Mapping[str, Any] = field(default_factory=dict)  # the task's options given, by name
     out: Path = DEFAULT_OUT
     jobs: int = 1  # local worker processes; with --executor ray: CPUs of the local Ray instance
     executor: str = "local"  # --executor local | ray
     ray_address: str | None = None  # --ray-address; None: $RAY_ADDRESS, else a local Ray instance
     seeds: tuple[int, ...] | None = None  # forecasting/noise: (0,); imputation/classification: (0, 1, 2)
-    max_windows_per_subject: int | None = None
-    segment_length: int | None = None  # imputation and classification segments (samples)
-    noise_levels: tuple[float, ...] = NOISE_LEVELS
-    missing_rates: tuple[float, ...] = MISSING_RATES
-    budgets: tuple[float, ...] = LABEL_BUDGETS
     rerun: bool = False  # recompute rows that are already finished
     weights: tuple[tuple[str, str], ...] = ()  # (model, directory)
     trust_remote_code: tuple[str, ...] = ()  # models allowed to run the Python code of their checkpoint
@@ -65,11 +63,16 @@ class RunConfig:
             raise ValueError("--ray-address needs --executor ray")
         if self.seeds is not None and (not self.seeds or min(self.seeds) < 0):
             raise ValueError("--seeds must be non-negative integers")
-        self.specs(0)  # validate every task parameter now
+        self.specs(0)  # validate every task option now
 
     @property
     def task_object(self):  # harness.tasks.Task
         return get_task(self.task)
+
+    @property
+    def task_options(self) -> Any:
+        """The task's options: a frozen dataclass of the values given and the options' defaults."""
+        return task_options(self.task, dict(self.options))
 
     @property
     def run_seeds(self) -> tuple[int, ...]:
@@ -77,7 +80,7 @@ class RunConfig:
 
     def specs(self, seed: int):
         """The task's spec for one seed (the seed draws the windows of forecasting and noise)."""
-        return self.task_object.spec(self, seed)
+        return self.task_object.spec(self.task_options, seed)
 
     @property
     def records_path(self) -> Path:

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from harness.registry.options import Option
+
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
@@ -31,11 +33,13 @@ class Task:
     horizon_curves: bool = False  # statistics: draw the error by horizon step
     model_free: tuple[str, ...] = ()  # pseudo-models run without loading a model (classification's random)
     figure: str | None = None  # what the task's figure shows (report's list); None: the task draws none
+    options: tuple[Option, ...] = ()  # its flags of `run` (harness.registry.options); spec() gets their values
 
     # -- planning ---------------------------------------------------------------------------
-    def spec(self, config: Any, seed: int) -> Any:
-        """The task's spec (anything with ``fingerprint()``) for one seed of a RunConfig; raise
-        ``protocols.specs.SpecError`` for a bad parameter (checked when the RunConfig is made)."""
+    def spec(self, options: Any, seed: int) -> Any:
+        """The task's spec (anything with ``fingerprint()``) for one seed, from its options (a frozen
+        dataclass with a field per entry of :attr:`options`: the value given, else the option's default);
+        raise ``protocols.specs.SpecError`` for a bad value (checked when the RunConfig is made)."""
         raise NotImplementedError
 
     def points(self, spec: Any) -> list[tuple[str, str, float | None]]:

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 
+from harness.registry.options import LABEL_BUDGETS_OPTION, MAX_WINDOWS_PER_SUBJECT, SEGMENT_LENGTH, given
 from harness.tasks.base import Task, cells_frame, details, paper_cell
 from harness.tasks.imputation import segment_options
 from protocols.classification import (RANDOM_BASELINE, check_classifiable, evaluate_classification,
@@ -20,9 +21,10 @@ class Classification(Task):
     default_seeds = RUN_SEEDS
     model_free = (RANDOM_BASELINE,)
     figure = "label efficiency"
+    options = (LABEL_BUDGETS_OPTION, SEGMENT_LENGTH, MAX_WINDOWS_PER_SUBJECT)
 
-    def spec(self, config, seed):
-        return ClassificationSpec(budgets=config.budgets, **segment_options(config))
+    def spec(self, options, seed):
+        return ClassificationSpec(**given(budgets=options.budgets), **segment_options(options))
 
     def points(self, spec):
         return [(str(spec.length), f"budget={b * 100:g}%", b) for b in spec.budgets]

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.registry.options import MAX_WINDOWS_PER_SUBJECT, SETTINGS, given
 from harness.tasks.base import ErrorTask, cells_frame, paper_cell
 from protocols.forecasting import evaluate_forecasting
-from protocols.specs import PAPER_SETTINGS, ForecastingSpec, SamplingSpec, Setting
+from protocols.specs import ForecastingSpec, SamplingSpec, Setting
 from protocols.splits import get_fold
 
 
-def sampling(config, seed: int) -> SamplingSpec:
+def sampling(options, seed: int) -> SamplingSpec:
     """How forecasting-type tasks draw their windows: the seed, and --max-windows-per-subject if given."""
-    maxw = {} if config.max_windows_per_subject is None else {"max_windows_per_subject": config.max_windows_per_subject}
-    return SamplingSpec(seed=seed, **maxw)
+    return SamplingSpec(seed=seed, **given(max_windows_per_subject=options.max_windows_per_subject))
 
 
 def setting_capable(model, cell) -> str | None:
@@ -43,9 +43,10 @@ class Forecasting(ErrorTask):
     horizon_curves = True
     replicates = ("setting",)
     replicate_words = "settings"
+    options = (SETTINGS, MAX_WINDOWS_PER_SUBJECT)
 
-    def spec(self, config, seed):
-        return ForecastingSpec(settings=config.settings or PAPER_SETTINGS, sampling=sampling(config, seed))
+    def spec(self, options, seed):
+        return ForecastingSpec(**given(settings=options.settings), sampling=sampling(options, seed))
 
     def points(self, spec):
         return [(s.name, "clean", None) for s in spec.settings]

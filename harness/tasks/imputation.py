@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.registry.options import MAX_WINDOWS_PER_SUBJECT, MISSING_RATES_OPTION, SEGMENT_LENGTH, given
 from harness.tasks.base import ErrorTask, cells_frame, details, paper_cell
 from protocols.imputation import evaluate_imputation
 from protocols.specs import ImputationSpec, RUN_SEEDS
 from protocols.splits import get_fold
 
 
-def segment_options(config) -> dict[str, int]:
+def segment_options(options) -> dict[str, int]:
     """--max-windows-per-subject and --segment-length, where given (else the spec's defaults)."""
-    out = {}
-    if config.max_windows_per_subject is not None:
-        out["max_windows_per_subject"] = config.max_windows_per_subject
-    if config.segment_length is not None:
-        out["length"] = config.segment_length
-    return out
+    return given(max_windows_per_subject=options.max_windows_per_subject, length=options.segment_length)
 
 
 class Imputation(ErrorTask):
@@ -34,9 +30,10 @@ class Imputation(ErrorTask):
     x_label = "missing rate"
     x_ticks = "{:g}%"
     unit = "segment"
+    options = (MISSING_RATES_OPTION, SEGMENT_LENGTH, MAX_WINDOWS_PER_SUBJECT)
 
-    def spec(self, config, seed):
-        return ImputationSpec(rates=config.missing_rates, **segment_options(config))
+    def spec(self, options, seed):
+        return ImputationSpec(**given(rates=options.rates), **segment_options(options))
 
     def points(self, spec):
         return [(str(spec.length), f"missing={r * 100:g}%", r) for r in spec.rates]

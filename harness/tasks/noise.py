@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from harness.registry.options import MAX_WINDOWS_PER_SUBJECT, NOISE_LEVELS_OPTION, SETTINGS, given
 from harness.tasks.base import ErrorTask
 from harness.tasks.forecasting import sampling, setting_capable
 from protocols.noise import evaluate_noise
@@ -22,10 +23,10 @@ class Noise(ErrorTask):
     figure_stem = "noise_robustness"
     figure_metrics = ("RMSE", "MAE")
     x_label = "noise level beta"
+    options = (SETTINGS, NOISE_LEVELS_OPTION, MAX_WINDOWS_PER_SUBJECT)
 
-    def spec(self, config, seed):
-        return NoiseSpec(levels=config.noise_levels, settings=config.settings or NoiseSpec.settings,
-                         sampling=sampling(config, seed))
+    def spec(self, options, seed):
+        return NoiseSpec(**given(levels=options.levels, settings=options.settings), sampling=sampling(options, seed))
 
     def points(self, spec):
         return [(s.name, f"beta={b:g}", b) for s in spec.settings for b in spec.levels]
