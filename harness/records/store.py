@@ -38,6 +38,9 @@ from typing import TYPE_CHECKING, Iterator
 import numpy as np
 
 from harness.records.keys import KEY_FIELDS, KEY_NAMES, row_key  # noqa: F401 (re-exported: the store's key)
+from harness.records.row_metrics import add_columns as add_metric_columns
+from harness.records.row_metrics import into_details
+from harness.records.row_metrics import problem as details_problem
 
 if TYPE_CHECKING:  # pandas is imported on use: `python -m harness --help` does not need it
     import pandas as pd
@@ -172,9 +175,7 @@ class RecordStore:
     def write(self, row: dict[str, object]) -> None:
         if self.readonly:
             raise RecordStoreError(f"{self.path}: opened read-only")
-        unknown = set(row) - set(COLUMNS)
-        if unknown:
-            raise ValueError(f"unknown record columns {sorted(unknown)}")
+        row = into_details(row, COLUMNS)  # a task's own metrics: in details (harness.records.row_metrics)
         if row.get("status") not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {row.get('status')!r}")
         full = {c: _fmt(row.get(c, "")) for c in COLUMNS}
@@ -313,7 +314,8 @@ FINITE_WHEN_OK = ("rmse", "mae", "sse", "sae", "macro_f1")  # an ok row's metric
 def row_problem(values: list[str] | dict[str, str]) -> str | None:
     """Why a parsed CSV record cannot be a row of this store (None: it can). A list is in the order of
     :data:`COLUMNS`; a dict names its columns. An ``ok`` row's metrics must be finite: a NaN or an
-    infinity is no result (Macro-AUROC may be NaN: undefined when a class is absent, which the row notes)."""
+    infinity is no result (Macro-AUROC may be NaN: undefined when a class is absent, which the row notes);
+    the same holds for a task's own metrics in ``details`` (``harness.records.row_metrics``)."""
     if not isinstance(values, dict):
         if len(values) != len(COLUMNS):
             return f"{len(values)} fields, expected {len(COLUMNS)}"
@@ -334,7 +336,7 @@ def row_problem(values: list[str] | dict[str, str]) -> str | None:
     for col in INTEGER:
         if row[col] and not row[col].lstrip("-").isdigit():
             return f"{col} {row[col][:40]!r} is not an integer"
-    return None
+    return details_problem(row)
 
 
 def _damaged(path: Path, line: int, problem: str) -> RecordStoreError:
@@ -367,7 +369,7 @@ def rows_to_frame(rows: list[dict[str, str]]) -> pd.DataFrame:
         frame[col] = frame[col].map(lambda v: float(v) if v not in ("", None) else float("nan")).astype(float)
     for col in INTEGER:
         frame[col] = pd.to_numeric(frame[col].replace("", None), errors="coerce").astype("Int64")
-    return frame
+    return add_metric_columns(frame, COLUMNS)
 
 
 def read_records(path: Path) -> pd.DataFrame:

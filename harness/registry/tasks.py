@@ -1,5 +1,6 @@
 """The task registry: name -> :class:`harness.tasks.Task`, in registration order, with each task's options
-(the flags of ``run`` it reads: ``harness.registry.options``).
+(the flags of ``run`` it reads: ``harness.registry.options``) and metrics (the numbers its rows hold:
+``harness.registry.metrics``).
 
 Like the model registry, it does not import the tasks it registers: the built-in tasks are registered
 by :mod:`harness.tasks` (its registration line), which is imported by name on the first look-up, so
@@ -9,9 +10,10 @@ harness, so every part of it may look tasks up here.
 
 Duplicate policy (``protocols.registry``, the one kind every registry is): the same task class again
 (its module imported twice) replaces the earlier instance; another class under a registered name is an
-error naming both, so a plugin cannot silently replace ``forecasting``. A task's options are registered
-with it: an option whose name or flag another task declares with another meaning is refused the same way,
-so that a flag means one thing whichever task reads it.
+error naming both, so a plugin cannot silently replace ``forecasting``. A task's options and metrics are
+registered with it: an option whose name or flag another task declares with another meaning, or a metric
+whose name a built-in metric or another task gives another meaning, is refused the same way, so that a flag
+and a metric mean one thing whichever task uses them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from harness.registry.metrics import BUILTIN_METRICS, Metric
 from harness.registry.options import Option, clash, options_of
 from protocols.registry import DuplicateNameError, Registry, UnknownNameError
 
@@ -61,7 +64,7 @@ def register_task(task: Any) -> Any:
     if not task.name or not isinstance(task.name, str):
         raise ValueError(f"{type(task).__name__} has no name")
     others = [t for name, t in TASKS.mapping().items() if name != task.name]
-    for problem in _option_clashes(task, others):
+    for problem in (*_option_clashes(task, others), *_metric_clashes(task, others)):
         raise DuplicateNameError(problem)
     return TASKS.add(task.name, task, f"{type(task).__module__}.{type(task).__qualname__}")
 
@@ -69,6 +72,14 @@ def register_task(task: Any) -> Any:
 def _option_clashes(task: Any, others: list[Any]) -> list[str]:
     return [why for option in task.options for other in others for theirs in other.options
             if (why := clash(option, task.name, theirs, other.name))]
+
+
+def _metric_clashes(task: Any, others: list[Any]) -> list[str]:
+    known = {m.name: ("the built-in metric", m) for m in BUILTIN_METRICS}
+    for other in others:
+        known.update({m.name: (f"the metric of task {other.name!r}", m) for m in other.metrics if m.name not in known})
+    return [f"metric {m.name!r} of task {task.name!r} differs from {known[m.name][0]} {m.name!r}"
+            for m in task.metrics if m.name in known and known[m.name][1] != m]
 
 
 def all_tasks() -> dict[str, Any]:
@@ -100,3 +111,13 @@ def task_options(name: str, given: dict[str, Any]) -> Any:
     option name; an option the task does not read is a SpecError naming its flag and the task's options."""
     return options_of(get_task(name), given,
                       lambda option: {o.name: o.flag for o in all_options()}.get(option, repr(option)))
+
+
+def all_metrics() -> dict[str, Metric]:
+    """name -> metric: the built-in ones, then those of every registered task (plugins are not loaded here: a
+    reader sees the metrics of the tasks this process knows)."""
+    _load_builtins()
+    out = {m.name: m for m in BUILTIN_METRICS}
+    for task in TASKS.mapping().values():
+        out.update({m.name: m for m in task.metrics if m.name not in out})
+    return out

@@ -187,6 +187,69 @@ def error_table(frame: pd.DataFrame, task: str, condition: str | None = None, mo
     return Table(caption, columns, tuple(models), entries, tuple(notes), model_notes(registry_names(rows, measured), task))
 
 
+# -- tables of per-row metrics ------------------------------------------------------------
+def seed_entry(rows: pd.DataFrame, model: str, dataset: str, condition: str, metric: str,
+               task: str) -> tuple[Entry | None, str]:
+    """(the table entry of one model, dataset, condition and metric: mean and std over seeds of its rows'
+    values, or None when the model has no rows there; why it is marked, "" when it is not). Every seed any
+    model has a row for on that dataset and condition is expected: a seed without a finished row makes the
+    entry partial; rows of mixed or changed code or weights make it mixed or stale (``code_problem``)."""
+    from harness.records.configurations import code_problem
+
+    cell = rows[(rows["dataset"] == dataset) & (rows["condition"] == condition)]
+    g = cell[cell["model"] == model]
+    if g.empty:
+        return None, ""
+    expected = list(dict.fromkeys(cell["seed"].tolist()))
+    ok = g[(g["status"] == "ok") & np.isfinite(g[metric])]
+    missing = [s for s in expected if s not in set(ok["seed"].tolist())]
+    problem = code_problem(g, task) if len(ok) else ""
+    entry = summary_entry(ok[metric].to_numpy(), set(g["status"]), len(expected), problem.split(":")[0])
+    why = []
+    if missing and len(ok):
+        errors = sorted({e for e in g.loc[g["status"] != "ok", "error"] if isinstance(e, str) and e})
+        why.append(f"{model} on {dataset}, {condition}: {len(ok)}/{len(expected)} seeds complete (no finished row "
+                   f"for seed {', '.join(map(str, missing))}{'; ' + '; '.join(errors) if errors else ''})")
+    if problem:
+        why.append(f"{model} on {dataset}, {condition}: {problem}")
+    return entry, "; ".join(why)
+
+
+def metric_columns(rows: pd.DataFrame, task: str, models: list[str], groups: list[tuple[str, str, str]],
+                   metrics) -> tuple[list[Column], dict[tuple[str, Column], Entry], list[str]]:
+    """A column per (group, dataset, condition) of ``groups`` and per metric (``harness.registry.metrics``:
+    label and direction), each model's :func:`seed_entry` in it: (columns, entries, notes on marked ones)."""
+    columns: list[Column] = []
+    entries: dict[tuple[str, Column], Entry] = {}
+    notes: list[str] = []
+    for group, dataset, condition in groups:
+        for metric in metrics:
+            col = Column(group, metric.label, metric.higher_is_better)
+            columns.append(col)
+            for model in models:
+                entry, why = seed_entry(rows, model, dataset, condition, metric.name, task)
+                if entry is not None:
+                    entries[(model, col)] = entry
+                    notes += [why] if why else []
+    return columns, entries, notes
+
+
+def metric_table(frame: pd.DataFrame, task: str, condition: str, metrics, models: list[str] | None = None,
+                 datasets: list[str] | None = None, caption: str = "") -> Table:
+    """A task's metrics (one number per row) at one condition: a column per dataset and metric, each entry the
+    mean ± std over seeds x ``SCALE`` (:func:`seed_entry`). Classification's tables are built so; so can a
+    plugin's (docs/adding-a-task.md)."""
+    rows = frame[frame["task"] == task]
+    if rows.empty:
+        return Table(caption, (), (), {}, (f"no {task} records",))
+    datasets = datasets or list(dict.fromkeys(rows["dataset"]))
+    models = models or list(dict.fromkeys(rows["model"]))
+    columns, entries, notes = metric_columns(rows, task, models, [(ds, ds, condition) for ds in datasets], metrics)
+    notes = list(dict.fromkeys(notes)) + unrecorded_note(rows)
+    return Table(caption, tuple(columns), tuple(models), entries, tuple(notes),
+                 model_notes(registry_names(rows, measured_models(entries)), task))
+
+
 def reps_of(task: str) -> list[str]:
     """The record columns of a task's replicates (``setting``: called ``window`` by plugins before issue #17)."""
     return ["setting" if r == "window" else r for r in _error_task(task).replicates]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from harness.registry.metrics import MAE, RMSE, Metric
 from harness.registry.options import Option
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,6 +35,7 @@ class Task:
     model_free: tuple[str, ...] = ()  # pseudo-models run without loading a model (classification's random)
     figure: str | None = None  # what the task's figure shows (report's list); None: the task draws none
     options: tuple[Option, ...] = ()  # its flags of `run` (harness.registry.options); spec() gets their values
+    metrics: tuple[Metric, ...] = ()  # the numbers its rows hold (harness.registry.metrics): evaluate() returns them
 
     # -- planning ---------------------------------------------------------------------------
     def spec(self, options: Any, seed: int) -> Any:
@@ -103,6 +105,7 @@ class ErrorTask(Task):
     """Tasks scored by RMSE and MAE, folds pooled exactly (``harness.reporting.tables.pooled``); a table cell is
     the mean and std over :attr:`replicates`."""
 
+    metrics = (RMSE, MAE)
     replicates: tuple[str, ...] = ("seed",)  # record columns whose values are the replicates
     replicate_words: str = "seeds"  # the replicates in words (notes on incomplete cells)
     title: str = ""  # caption start of a condition table

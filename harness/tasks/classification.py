@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 
+from harness.registry.metrics import MACRO_AUROC, MACRO_F1
 from harness.registry.options import LABEL_BUDGETS_OPTION, MAX_WINDOWS_PER_SUBJECT, SEGMENT_LENGTH, given
 from harness.tasks.base import Task, cells_frame, details, paper_cell
 from harness.tasks.imputation import segment_options
@@ -22,6 +23,7 @@ class Classification(Task):
     model_free = (RANDOM_BASELINE,)
     figure = "label efficiency"
     options = (LABEL_BUDGETS_OPTION, SEGMENT_LENGTH, MAX_WINDOWS_PER_SUBJECT)
+    metrics = (MACRO_F1, MACRO_AUROC)
 
     def spec(self, options, seed):
         return ClassificationSpec(**given(budgets=options.budgets), **segment_options(options))
@@ -67,29 +69,20 @@ class Classification(Task):
     def classification_table(self, frame, budget: str = "budget=100%", models=None, datasets=None):
         """Macro-F1 and Macro-AUROC per dataset at one label budget, and the Macro-AUROC averaged over the
         datasets (a model needs a number on every one)."""
-        from harness.reporting.tables import Column, Entry, Table, measured_models, model_notes, registry_names, unrecorded_note
+        from harness.reporting.tables import (Column, Entry, Table, measured_models, metric_columns, model_notes,
+                                              registry_names, unrecorded_note)
 
         rows = frame[frame["task"] == self.name]
         if rows.empty:
             return Table("", (), (), {}, (f"no {self.name} records",))
         datasets = datasets or list(dict.fromkeys(rows["dataset"]))
         models = models or list(dict.fromkeys(rows["model"]))
-        columns: list[Column] = []
-        entries: dict[tuple[str, Column], Entry] = {}
-        problems: list[str] = []
-        for ds in datasets:
-            for label, metric in METRICS:
-                col = Column(ds, label, higher_is_better=True)
-                columns.append(col)
-                for model in models:
-                    e, why = _class_entry(rows, model, ds, budget, metric)
-                    if e is not None:
-                        entries[(model, col)] = e
-                        problems += [why] if why else []
-        avg = Column("Average", "Macro-AUROC", higher_is_better=True)
+        columns, entries, problems = metric_columns(rows, self.name, models, [(ds, ds, budget) for ds in datasets],
+                                                    self.metrics)
+        avg = Column("Average", MACRO_AUROC.label, higher_is_better=True)
         columns.append(avg)
         for model in models:
-            per_ds = [entries.get((model, Column(ds, "Macro-AUROC", True))) for ds in datasets]
+            per_ds = [entries.get((model, Column(ds, MACRO_AUROC.label, True))) for ds in datasets]
             if any(e is None for e in per_ds):
                 continue
             bad = [e.status for e in per_ds if e.status != "ok" or not np.isfinite(e.mean)]
@@ -109,21 +102,14 @@ class Classification(Task):
 
     def label_efficiency_table(self, frame, dataset: str, models=None):
         """Macro-F1 and Macro-AUROC on one dataset at each label budget (a column group per budget)."""
-        from harness.reporting.tables import Column, Table, measured_models, conditions, model_notes, registry_names
+        from harness.reporting.tables import (Table, conditions, measured_models, metric_columns, model_notes,
+                                              registry_names)
 
         rows = frame[(frame["task"] == self.name) & (frame["dataset"] == dataset)]
         budgets = conditions(rows, self.name)
         models = models or list(dict.fromkeys(rows["model"]))
-        columns, entries, problems = [], {}, []
-        for b in budgets:
-            for label, metric in METRICS:
-                col = Column(b.split("=")[-1], label, higher_is_better=True)
-                columns.append(col)
-                for model in models:
-                    e, why = _class_entry(rows, model, dataset, b, metric)
-                    if e is not None:
-                        entries[(model, col)] = e
-                        problems += [why] if why else []
+        columns, entries, problems = metric_columns(rows, self.name, models,
+                                                    [(b.split("=")[-1], dataset, b) for b in budgets], self.metrics)
         caption = f"Label efficiency on {dataset}: frozen linear probes with a share of the training labels, x100."
         return Table(caption, tuple(columns), tuple(models), entries, tuple(dict.fromkeys(problems)),
                      model_notes(registry_names(rows, measured_models(entries)), self.name))
@@ -149,7 +135,7 @@ class Classification(Task):
                        table_curves([(condition_value(b), table, Column(b.split("=")[-1], label, True))
                                 for b in budgets]),
                        "{:g}%", log_x=True)
-                 for ds, table in tables.items()] for label, _ in METRICS]
+                 for ds, table in tables.items()] for label in (m.label for m in self.metrics)]
         return drop_empty_columns(grid)
 
     def figure_missing(self, frame):
@@ -178,35 +164,6 @@ class Classification(Task):
                     rows.append(paper_cell("tab:label_efficiency", model, ds, col.label, f"budget={col.group}", e.mean,
                                            e.std, "partial" if e.marked else e.status))
         return cells_frame(rows)
-
-
-METRICS = (("Macro-F1", "macro_f1"), ("Macro-AUROC", "macro_auroc"))  # (table label, record column)
-
-
-def _class_entry(rows, model: str, dataset: str, condition: str, metric: str):
-    """(the table entry of one model, dataset, budget and metric: mean and std over seeds, or None when the
-    model has no rows there; why it is marked, "" when it is not). Every seed any model has a row for on
-    that dataset and budget is expected: a seed without a finished row makes the entry partial."""
-    from harness.records.configurations import code_problem
-    from harness.reporting.tables import summary_entry
-
-    cell = rows[(rows["dataset"] == dataset) & (rows["condition"] == condition)]
-    g = cell[cell["model"] == model]
-    if g.empty:
-        return None, ""
-    expected = list(dict.fromkeys(cell["seed"].tolist()))
-    ok = g[(g["status"] == "ok") & np.isfinite(g[metric])]
-    missing = [s for s in expected if s not in set(ok["seed"].tolist())]
-    problem = code_problem(g, "classification") if len(ok) else ""
-    entry = summary_entry(ok[metric].to_numpy(), set(g["status"]), len(expected), problem.split(":")[0])
-    why = []
-    if missing and len(ok):
-        errors = sorted({e for e in g.loc[g["status"] != "ok", "error"] if isinstance(e, str) and e})
-        why.append(f"{model} on {dataset}, {condition}: {len(ok)}/{len(expected)} seeds complete (no finished row "
-                   f"for seed {', '.join(map(str, missing))}{'; ' + '; '.join(errors) if errors else ''})")
-    if problem:
-        why.append(f"{model} on {dataset}, {condition}: {problem}")
-    return entry, "; ".join(why)
 
 
 def _notes(details_json: str) -> list[str]:
