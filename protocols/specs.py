@@ -2,33 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field, fields
 
 
 class SpecError(ValueError):
     """A protocol parameter is unknown or out of range."""
-
-
-def accepts_old_names(**renamed: str):
-    """Let a dataclass's constructor (specs, ``Capabilities``) take the earlier names of renamed fields (issue #17) as keywords, for user code."""
-
-    def wrap(cls):
-        init = cls.__init__
-
-        @functools.wraps(init)
-        def __init__(self, *args, **kwargs):
-            for old, new in renamed.items():
-                if old in kwargs:
-                    if new in kwargs:
-                        raise TypeError(f"{cls.__name__}: {old} is the earlier name of {new}; give one of them")
-                    kwargs[new] = kwargs.pop(old)
-            init(self, *args, **kwargs)
-
-        cls.__init__ = __init__
-        return cls
-
-    return wrap
 
 
 @dataclass(frozen=True, order=True)
@@ -64,13 +42,9 @@ class Setting:
         return cls(int(parts[0]), int(parts[1]))
 
 
-WindowSpec = Setting  # deprecated: the earlier name of Setting, kept for user code
-
-
 PAPER_SETTINGS: tuple[Setting, ...] = (
     Setting(48, 24), Setting(72, 36), Setting(96, 48), Setting(128, 64),
 )
-PAPER_WINDOWS = PAPER_SETTINGS  # deprecated: the earlier name of PAPER_SETTINGS, kept for user code
 
 
 @dataclass(frozen=True)
@@ -99,7 +73,6 @@ class SamplingSpec:
         return self.stride if self.stride is not None else setting.horizon
 
 
-@accepts_old_names(windows="settings")
 @dataclass(frozen=True)
 class ForecastingSpec:
     settings: tuple[Setting, ...] = PAPER_SETTINGS
@@ -113,10 +86,6 @@ class ForecastingSpec:
             raise SpecError("settings must be distinct")
         if self.batch_size < 1:
             raise SpecError("batch_size must be >= 1")
-
-    @property
-    def windows(self) -> tuple[Setting, ...]:  # deprecated: the earlier name of ``settings``
-        return self.settings
 
     def fingerprint(self) -> str:
         """What changes the windows a cell scores (not the settings or the batch size)."""
@@ -149,7 +118,6 @@ def _check_fractions(name: str, values: tuple[float, ...], low_open: bool = True
             raise SpecError(f"{name}: {v} is out of range")
 
 
-@accepts_old_names(windows="settings")
 @dataclass(frozen=True)
 class NoiseSpec:
     """Gaussian noise beta * sigma added to the context only; scored against the clean future.
@@ -168,10 +136,6 @@ class NoiseSpec:
         if not self.settings:
             raise SpecError("at least one setting is required")
 
-    @property
-    def windows(self) -> tuple[Setting, ...]:  # deprecated: the earlier name of ``settings``
-        return self.settings
-
     def forecasting(self) -> ForecastingSpec:
         return ForecastingSpec(settings=self.settings, sampling=self.sampling, batch_size=self.batch_size)
 
@@ -180,7 +144,6 @@ class NoiseSpec:
         return f"noise;maxw={s.max_windows_per_subject};stride={s.stride};seed={s.seed}"
 
 
-@accepts_old_names(points_per_window="points_per_segment")
 @dataclass(frozen=True)
 class ImputationSpec:
     """Causal imputation on segments of ``length`` samples (docs/protocols.md).
@@ -205,10 +168,6 @@ class ImputationSpec:
             raise SpecError(f"warmup must be in [2, length), got {self.warmup}")
         if self.points_per_segment < 1 or self.max_windows_per_subject < 1:
             raise SpecError("points_per_segment and max_windows_per_subject must be >= 1")
-
-    @property
-    def points_per_window(self) -> int:  # deprecated: the earlier name of ``points_per_segment``
-        return self.points_per_segment
 
     def fingerprint(self) -> str:
         # the strings are unchanged by the renames of issue #17: they are part of every record's key

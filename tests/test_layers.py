@@ -206,20 +206,6 @@ def test_the_registry_does_not_import_the_models_it_registers():
     assert not bad, "models/registry.py names modules of a higher layer:\n" + "\n".join(bad)
 
 
-def test_the_old_interface_path_is_an_alias_importing_only_protocols():
-    from models import interface as old
-    from protocols import interface
-
-    for name in ("Model", "Capabilities", "SeriesBatch", "ModelInputError", "forecast", "impute", "embed",
-                 "fill_prefix", "check_query_times"):
-        assert getattr(old, name) is getattr(interface, name), name
-    tree = ast.parse((REPO / "models" / "interface.py").read_text())
-    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    ours = {name for name in imported if name.split(".")[0] in LAYERS}
-    assert ours and {name.split(".")[0] for name in ours} == {"protocols"}, imported
-
-
 def test_the_builtin_models_come_from_this_distributions_entry_points():
     from models.registry import _builtin_entry_points
 

@@ -43,7 +43,7 @@ def test_remote_code_models_need_the_explicit_flag_then_weights(name, tmp_path, 
 
 def test_timer_declares_the_papers_two_windows():
     caps = get_spec("timer-base").model_capabilities()
-    assert caps.supports_window(96, 48) and caps.supports_window(128, 64) and not caps.supports_window(48, 24)
+    assert caps.supports_setting(96, 48) and caps.supports_setting(128, 64) and not caps.supports_setting(48, 24)
 
 
 def test_the_run_command_passes_the_flag_to_the_model_options():

@@ -90,11 +90,14 @@ def test_an_old_records_file_loads_with_setting_filled_from_its_window_column(pr
 
 
 def test_keys_hash_the_setting_under_its_old_name():
-    from harness.records.store import row_key
+    import hashlib
+
+    from harness.records.keys import row_key
 
     fields = dict(task="forecasting", dataset="toy", fold="S00", condition="clean", model="last-value", seed=0,
                   protocol="p")
-    assert row_key(setting="48/24", **fields) == row_key(window="48/24", **fields)
+    text = "task=forecasting|dataset=toy|fold=S00|window=48/24|condition=clean|model=last-value|seed=0|protocol=p"
+    assert row_key(setting="48/24", **fields) == hashlib.sha1(text.encode()).hexdigest()[:16]
     assert row_key("abc", setting="48/24", **fields) != row_key(setting="48/24", **fields)
 
 
@@ -155,25 +158,24 @@ def test_committed_records_still_read(path):
     assert len(frame) and frame["setting"].ne("").all()
 
 
-def test_user_code_with_the_earlier_names_still_works():
-    """WindowSpec, PAPER_WINDOWS, windows= / .windows, points_per_window, Cell.window and Capabilities(windows=)
-    are deprecated names of Setting, PAPER_SETTINGS, settings, points_per_segment and Capabilities(settings=)."""
+def test_the_earlier_names_are_gone():
+    """Issue #28 removed the deprecated names of issue #17 (WindowSpec, PAPER_WINDOWS, windows= / .windows,
+    points_per_window, Cell.window, Capabilities(windows=) / supports_window, window_capable, models.interface):
+    each thing has one name. Records keep theirs: a file whose column is called window still reads (above)."""
     from harness.run.cells import Cell
+    from harness.tasks import forecasting
+    from protocols import specs
     from protocols.interface import Capabilities
-    from protocols.specs import (PAPER_SETTINGS, PAPER_WINDOWS, ForecastingSpec, ImputationSpec, NoiseSpec,
-                                 WindowSpec)
+    from protocols.specs import ForecastingSpec, ImputationSpec
 
-    assert WindowSpec is Setting and PAPER_WINDOWS is PAPER_SETTINGS
-    old = ForecastingSpec(windows=(WindowSpec(48, 24),))
-    assert old == ForecastingSpec(settings=(Setting(48, 24),)) and old.windows == old.settings
-    assert NoiseSpec(windows=(Setting(48, 24),)).settings == (Setting(48, 24),)
-    imputation = ImputationSpec(points_per_window=3)
-    assert imputation.points_per_segment == imputation.points_per_window == 3
-    cell = Cell("forecasting", "toy", "S00", "48/24", "last-value", 0, old)
-    assert cell.window == cell.setting == "48/24"
-    caps = Capabilities(windows=((96, 48),))
-    assert caps == Capabilities(settings=((96, 48),)) and caps.supports_window(96, 48)
-    assert not caps.supports_setting(48, 24)
+    assert not hasattr(specs, "WindowSpec") and not hasattr(specs, "PAPER_WINDOWS")
+    for make in (lambda: ForecastingSpec(windows=(Setting(48, 24),)), lambda: ImputationSpec(points_per_window=3),
+                 lambda: Capabilities(windows=((96, 48),))):
+        with pytest.raises(TypeError, match="unexpected keyword argument"):
+            make()
+    assert not hasattr(ForecastingSpec(), "windows") and not hasattr(Capabilities, "supports_window")
+    assert not hasattr(Cell, "window") and not hasattr(forecasting, "window_capable")
+    assert not (Path(__file__).parents[1] / "models" / "interface.py").exists()  # the module alias
 
 
 def test_fingerprints_are_those_of_the_previous_version():

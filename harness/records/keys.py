@@ -18,8 +18,6 @@ def row_key(model_id: str = "", **fields: object) -> str:
     """The row's identity. ``model_id`` (``ModelSpec.identity``: a digest of the model's weights and
     options) enters only when non-empty, so rows of models without weights keep their keys, while a
     row computed with other weights, or written before weights were part of the key, never matches."""
-    if "setting" not in fields and "window" in fields:  # the field's name before issue #17
-        fields["setting"] = fields.pop("window")
     missing = [f for f in KEY_FIELDS if f not in fields]
     if missing:
         raise ValueError(f"row key needs {missing}")

@@ -251,8 +251,8 @@ def metric_table(frame: pd.DataFrame, task: str, condition: str, metrics, models
 
 
 def reps_of(task: str) -> list[str]:
-    """The record columns of a task's replicates (``setting``: called ``window`` by plugins before issue #17)."""
-    return ["setting" if r == "window" else r for r in _error_task(task).replicates]
+    """The record columns of a task's replicates."""
+    return list(_error_task(task).replicates)
 
 
 def _incomplete_reasons(g: pd.DataFrame, reps: list[str]) -> str:

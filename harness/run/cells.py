@@ -29,10 +29,8 @@ from protocols.classification import embed_segments
 from protocols.data import Dataset, dataset_fingerprint
 from protocols.datasets import load_dataset
 from protocols.interface import Model
-from protocols.specs import ClassificationSpec, ForecastingSpec, ImputationSpec, NoiseSpec
 from protocols.splits import Fold
 
-TaskSpec = ForecastingSpec | NoiseSpec | ImputationSpec | ClassificationSpec  # the built-in tasks' specs
 WINDOW_ERRORS = "window_errors"  # a result's per-window arrays; not a record column (harness.records.window_store)
 
 
@@ -51,10 +49,6 @@ class Cell:
     cache_dir: str | None = None  # on-disk embedding cache (classification)
     model_options: tuple[tuple[str, Any], ...] = field(default=())
     model_id: str = ""  # the model's identity (its weights' digest and options): a loaded model is reused only for it
-
-    @property
-    def window(self) -> str:  # deprecated: the earlier name of ``setting``, kept for task plugins
-        return self.setting
 
 
 @lru_cache(maxsize=4)
@@ -99,14 +93,6 @@ def evaluate_cell(task, cell: Cell, dataset: Dataset) -> dict[str, object]:
     if model is not None:
         row["model_info"] = model_info(model, cell)
     return row
-
-
-def _classification(cell: Cell, dataset: Dataset) -> dict[str, object]:
-    """One classification cell without the timing and error capture of :func:`run_cell` (kept for callers
-    of the previous version; any task's cell works)."""
-    from harness.registry.tasks import get_task
-
-    return evaluate_cell(get_task(cell.task), cell, dataset)
 
 
 def model_info(model: Model, cell: Cell) -> str:

@@ -253,11 +253,6 @@ def _check_weights_path(model: str, value: str) -> None:
                     + (" (and it is not a hub id ORG/REPO)" if model in CARDS else ""))
 
 
-def _task_points(config: RunConfig, spec) -> list[tuple[str, str, float | None]]:
-    """(setting, condition, level) combinations of the task."""
-    return config.task_object.points(spec)
-
-
 def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple[Cell, dict[str, object]]], RunSummary]:
     """Resolve names (errors before any work starts) and list every cell with its key fields.
     ``cluster_gpus``: the GPUs of the Ray cluster the cells will run on (None: this machine's)."""

@@ -25,9 +25,6 @@ def setting_capable(model, cell) -> str | None:
     return None
 
 
-window_capable = setting_capable  # deprecated: the earlier name
-
-
 SETTING_TABLES = {"48/24": "tab:e-win24", "72/36": "tab:e-win36", "96/48": "tab:e-win48", "128/64": "tab:e-win64"}
 MAIN_RESULTS = "tab:main_results"  # the paper's main table: the mean over its four settings
 MAIN_CONDITION = "mean over 4 windows"  # the condition as the paper's transcription names it (results/paper/)
