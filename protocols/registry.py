@@ -1,4 +1,4 @@
-"""One kind of registry for everything looked up by name: models, tasks, datasets.
+"""One kind of registry for everything looked up by name: models, tasks, datasets, corpus readers.
 
 Each registry keeps its items in registration order with who registered each, and applies one
 duplicate policy: a name registered again with the *same* item (``same(earlier, new)``; equality by

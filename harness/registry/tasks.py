@@ -33,7 +33,10 @@ class UnknownTaskError(UnknownNameError, ValueError):
 
 
 def _same_class(earlier: Any, task: Any) -> bool:
-    return type(earlier).__qualname__ == type(task).__qualname__
+    """One class defined twice: its module imported again (a reload), or run as a script and imported
+    (``__main__``); a class of the same name in another module is another task."""
+    a, b = type(earlier), type(task)
+    return a.__qualname__ == b.__qualname__ and (a.__module__ == b.__module__ or "__main__" in (a.__module__, b.__module__))
 
 
 TASKS: Registry[Any] = Registry("task", same=_same_class, unknown_error=UnknownTaskError)
