@@ -86,7 +86,7 @@ def main() -> None:
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="+", default=None, help="default: every registered forecaster")
-    p.add_argument("--setting", "--window", dest="setting", default="128/64")
+    p.add_argument("--setting", default="128/64")
     p.add_argument("--channels", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--threads", type=int, default=1)

@@ -89,8 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--dataset", default=None, metavar="NAME|PATH", help="default: the embedded cohort")
     ex.add_argument("--data-root", type=Path, default=None, help="folder holding downloaded datasets")
     ex.add_argument("--models", nargs="+", default=[], metavar="NAME", help="default: the forecasting defaults")
-    ex.add_argument("--setting", "--window", dest="setting", default="128/64", metavar="C/H",
-                    help="the context/horizon setting of the window (default: %(default)s; --window is accepted too)")
+    ex.add_argument("--setting", default="128/64", metavar="C/H",
+                    help="the context/horizon setting of the window (default: %(default)s)")
     ex.add_argument("--channels", nargs="+", default=None, metavar="NAME",
                     help="keep these channels only (one channel gives a single-channel example)")
     ex.add_argument("--seed", type=int, default=0, help="window-selection seed")
@@ -126,7 +126,7 @@ def _add_task_options(run: argparse._ArgumentGroup) -> None:
     that read it; a flag given stays None unless given, so a run passes exactly the options given."""
     for option, tasks in all_options().items():
         try:
-            run.add_argument(option.flag, *option.aliases, dest=option.name, nargs="+" if option.many else None,
+            run.add_argument(option.flag, dest=option.name, nargs="+" if option.many else None,
                              default=None, metavar=option.metavar, help=f"{', '.join(tasks)}: {option.help}")
         except argparse.ArgumentError as exc:
             raise ValueError(f"task {tasks[0]!r} declares the option {option.flag}, which `run` has already: "

@@ -101,14 +101,13 @@ def test_keys_hash_the_setting_under_its_old_name():
     assert row_key("abc", setting="48/24", **fields) != row_key(setting="48/24", **fields)
 
 
-@pytest.mark.parametrize("flag", ["--settings", "--windows"])
-def test_a_run_into_an_old_records_file_keeps_every_old_row(previous, flag, capsys):
+def test_a_run_into_an_old_records_file_keeps_every_old_row(previous, capsys):
     """One setting already done (the fixture's 48/24) and one new (32/8): the old rows are neither lost nor
     recomputed, the new ones are appended under the old header, and the file reads afterwards."""
     folder, out = previous
     before = (out / "records.csv").read_bytes()
     old = read_records(out / "records.csv")
-    argv = ["run", "forecasting", "--dataset", str(folder), "--models", "last-value", "window-mean", flag, "48/24",
+    argv = ["run", "forecasting", "--dataset", str(folder), "--models", "last-value", "window-mean", "--settings", "48/24",
             "32/8", "--max-windows-per-subject", "4", "--out", str(out), "--no-progress"]
     assert main(argv) == 0
     printed = capsys.readouterr().out
@@ -160,7 +159,8 @@ def test_committed_records_still_read(path):
 
 def test_the_earlier_names_are_gone():
     """Issue #28 removed the deprecated names of issue #17 (WindowSpec, PAPER_WINDOWS, windows= / .windows,
-    points_per_window, Cell.window, Capabilities(windows=) / supports_window, window_capable, models.interface):
+    points_per_window, Cell.window, Capabilities(windows=) / supports_window, window_capable, models.interface, the
+    flags --windows and --window):
     each thing has one name. Records keep theirs: a file whose column is called window still reads (above)."""
     from harness.run.cells import Cell
     from harness.tasks import forecasting

@@ -34,12 +34,10 @@ class Option:
     many: bool = False  # takes one or more words: the value is a tuple
     metavar: str | None = None
     default: Any = None  # None: the task's spec takes its own default
-    aliases: tuple[str, ...] = ()  # other spellings of the flag ("--windows", the paper's word)
 
     def __post_init__(self) -> None:
-        for flag in (self.flag, *self.aliases):
-            if not flag.startswith("--") or not flag[2:].replace("-", "_").isidentifier():
-                raise ValueError(f"an option's flag is --name (letters, digits, dashes), got {flag!r}")
+        if not self.flag.startswith("--") or not self.flag[2:].replace("-", "_").isidentifier():
+            raise ValueError(f"an option's flag is --name (letters, digits, dashes), got {self.flag!r}")
 
     @property
     def name(self) -> str:
@@ -64,9 +62,9 @@ def _words(values, fmt: str = "{:g}") -> str:
 
 
 # -- the options of the built-in tasks -----------------------------------------------------------------
-SETTINGS = Option("--settings", "context/horizon settings in samples (the paper's \"windows\"; --windows is "
-                  f"accepted too) (default: {_words((s.name for s in PAPER_SETTINGS), '{}')} for forecasting, 96/48 "
-                  "for noise)", Setting.parse, many=True, metavar="C/H", aliases=("--windows",))
+SETTINGS = Option("--settings", "context/horizon settings in samples (the paper's \"windows\") "
+                  f"(default: {_words((s.name for s in PAPER_SETTINGS), '{}')} for forecasting, 96/48 "
+                  "for noise)", Setting.parse, many=True, metavar="C/H")
 MAX_WINDOWS_PER_SUBJECT = Option("--max-windows-per-subject", "windows (segments) drawn per subject (default: the "
                                  "task's, docs/protocols.md)", int, metavar="N")
 SEGMENT_LENGTH = Option("--segment-length", "segment length in samples (default: 96 for imputation, 128 for "
@@ -108,7 +106,7 @@ def clash(option: Option, task: str, other: Option, other_task: str) -> str | No
     """Why two tasks' options cannot both be registered (None: they can): one name or flag, two meanings."""
     if option == other:
         return None
-    if option.name == other.name or {option.flag, *option.aliases} & {other.flag, *other.aliases}:
+    if option.name == other.name:  # the name comes from the flag: one flag, one name
         return (f"option {option.flag} of task {task!r} differs from the option {other.flag} of task {other_task!r} "
                 "(a flag has one meaning: declare the Option once and give both tasks that object)")
     return None
