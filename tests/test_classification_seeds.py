@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from harness.registry.tasks import get_task
-from harness.run import cells
+from harness.run import cells, embeddings
 from harness.run.cells import Cell
 from protocols import classification as cls
 from protocols.specs import ClassificationSpec
@@ -65,13 +65,13 @@ def test_full_budget_scores_differ_between_seeds_and_repeat_within_one(tmp_path)
 def test_each_seed_embeds_its_own_segments_and_budgets_share_the_pass(tmp_path, monkeypatch):
     ds = _dataset()
     embedded = []
-    real = cells.embed_segments
+    real = embeddings.embed_segments
 
     def spy(model, dataset, fold, segments, spec, *args, **kwargs):
         embedded.append(segments.refs)
         return real(model, dataset, fold, segments, spec, *args, **kwargs)
 
-    monkeypatch.setattr(cells, "embed_segments", spy)
+    monkeypatch.setattr(embeddings, "embed_segments", spy)
     n_folds = len(ds.subjects)
     for seed in (0, 1):
         before = len(embedded)
@@ -79,7 +79,7 @@ def test_each_seed_embeds_its_own_segments_and_budgets_share_the_pass(tmp_path, 
             assert _evaluate(_cell(seed, tmp_path, level=level), ds)["status"] == "ok"
         assert len(embedded) - before == n_folds  # one pass per fold, shared by both budgets
         assert all(refs == cls.labelled_segments(ds, SPEC, seed).refs for refs in embedded[before:])
-    keys = {cells._embedding_key(_cell(s, tmp_path, level=lv), ds) for s in (0, 1) for lv in (1.0, 0.5)}
+    keys = {embeddings.embedding_key(_cell(s, tmp_path, level=lv), ds) for s in (0, 1) for lv in (1.0, 0.5)}
     assert len(keys) == 2
 
 

@@ -2,34 +2,26 @@
 
 ``run_cell`` is a top-level function of a picklable cell, so any executor can run it.  The
 in-process caches below only avoid reloading the same dataset or model twice in one worker;
-results never depend on them.  Embeddings for classification are cached on disk (under
-``<out>/cache``) so that the budgets of one seed share one embedding pass per model and fold
-(each seed draws its own segments).
+results never depend on them.  Tasks that reuse work across cells on disk do it in modules of their
+own (classification's embeddings: :mod:`harness.run.embeddings`), so data flows one way: a cell calls
+its task, never the reverse.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
-import os
 import re
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
-
-import numpy as np
+from typing import Any
 
 from models.registry import ModelUnavailableError, get_spec
-from protocols.classification import embed_segments
-from protocols.data import Dataset, dataset_fingerprint
+from protocols.data import Dataset
 from protocols.datasets import load_dataset
 from protocols.interface import Model
-from protocols.splits import Fold
 
 WINDOW_ERRORS = "window_errors"  # a result's per-window arrays; not a record column (harness.records.window_store)
 
@@ -127,47 +119,3 @@ def _display_path(text: str) -> str:
         return path.resolve().relative_to(REPO).as_posix() or "."
     except (ValueError, OSError):
         return path.name or text
-
-
-def embeddings_of(cell: Cell, dataset: Dataset, model: Model, segments, spec) -> Callable[[Fold], np.ndarray]:
-    """The embeddings of ``segments`` per test fold, from the on-disk cache (under ``cell.cache_dir``),
-    computed by ``model`` on a miss: one pass per (model, options, spec, data, seed, fold)."""
-    key = _embedding_key(cell, dataset)
-
-    def embeddings(fold: Fold) -> np.ndarray:
-        return _cached_embeddings(Path(cell.cache_dir or tempfile.gettempdir()), key, fold.test_subject,
-                                  lambda: embed_segments(model, dataset, fold, segments, spec))
-
-    return embeddings
-
-
-def _embedding_key(cell: Cell, dataset: Dataset) -> str:
-    """The embedding cache entry of (model, options, spec, data, seed): the seed draws the segments,
-    so every seed has its own pass; the budgets of one seed share it."""
-    text = (f"{cell.model}|{cell.model_options}|{cell.spec.fingerprint()}|{dataset_fingerprint(dataset)}"
-            f"|seed={cell.seed}" + (f"|model_id={cell.model_id}" if cell.model_id else ""))  # other weights, same path
-    return hashlib.sha1(text.encode()).hexdigest()[:16]
-
-
-def _cached_embeddings(root: Path, key: str, fold: str, compute) -> np.ndarray:
-    """One embedding pass per (model, data, spec, seed, fold), shared by the budgets of that seed.
-
-    A lock file serialises workers that need the same entry; the array is written to a
-    temporary file and renamed, so a crash never leaves a half-written cache entry.
-    """
-    folder = root / "embeddings" / key
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{hashlib.sha1(fold.encode()).hexdigest()[:12]}.npy"
-    with open(folder / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if path.exists():
-            try:
-                return np.load(path, allow_pickle=False)
-            except (ValueError, OSError):
-                path.unlink()  # unreadable entry: recompute
-        arr = np.asarray(compute(), dtype=np.float64)
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npy")
-        with os.fdopen(fd, "wb") as fh:
-            np.save(fh, arr, allow_pickle=False)
-        os.replace(tmp, path)
-        return arr

@@ -39,7 +39,7 @@ class Classification(Task):
         return None if model.capabilities.embed else f"{cell.model} has no embed capability"
 
     def evaluate(self, cell, dataset, model):
-        from harness.run.cells import embeddings_of
+        from harness.run.embeddings import embeddings_of
 
         spec: ClassificationSpec = cell.spec
         embeddings = None
