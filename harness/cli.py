@@ -398,13 +398,6 @@ def _capabilities(spec) -> str:
         parts.append(f"context {caps.min_context}..{caps.max_context if caps.max_context is not None else ''}")
     if caps.settings is not None:
         parts.append("settings " + " ".join(f"{c}/{h}" for c, h in caps.settings))
-    card = _card(spec.name)
-    if card is not None and card.native_horizon:
-        parts.append(f"native horizon {card.native_horizon}")
+    if spec.native_horizon:
+        parts.append(f"native horizon {spec.native_horizon}")
     return ", ".join(parts)
-
-
-def _card(name: str):
-    from baselines.foundation import CARDS
-
-    return CARDS.get(name)

@@ -51,6 +51,7 @@ import importlib
 import importlib.util
 import inspect
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,6 +126,9 @@ class ModelSpec:
     note_tasks: tuple[str, ...] = ()  # the tasks whose tables the note concerns (empty: every task's)
     # "module:callable() -> path" of the weights the model loads when no --weights is given
     default_weights: str | None = None
+    paper_name: str | None = None  # as the paper's tables name it (harness report); None: the paper has no row of it
+    native_horizon: int | None = None  # steps one forward pass produces (`harness list`); None: not one number
+    hub_weights: bool = False  # --weights may name a Hugging Face repository (ORG/REPO) instead of a folder
 
     def unavailable_reason(self, **options: Any) -> str | None:
         """None when the model can be loaded here, else a message that says how to fix it."""
@@ -234,6 +238,14 @@ def file_sha256(path: Path) -> str:
                 h.update(block)
         _FILE_DIGESTS[key] = h.hexdigest()
     return _FILE_DIGESTS[key]
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def is_hub_id(text: str) -> bool:
+    """``ORG/REPO`` as the hub names repositories (not a relative path such as ``./x`` or ``~/x``)."""
+    return bool(_HUB_ID.match(text)) and not text.startswith((".", "~"))
 
 
 def weights_digest(path: Path) -> str:
@@ -351,6 +363,9 @@ class SpecFields(TypedDict, total=False):
     note: str
     note_tasks: tuple[str, ...]
     default_weights: str | None
+    paper_name: str | None
+    native_horizon: int | None
+    hub_weights: bool
 
 
 _Factory = TypeVar("_Factory", bound=Callable[..., Any])

@@ -83,9 +83,9 @@ PAPER_ROW = {AUTHORS_LABEL: "SOTER"}  # our rows compared with a paper row of an
 
 
 def paper_model_names() -> dict[str, str]:
-    from baselines.foundation import CARDS
+    from models.registry import all_specs
 
-    names = {card.name: card.paper_name for card in CARDS.values()}
+    names = {spec.name: spec.paper_name for spec in all_specs().values() if spec.paper_name}
     return {**names, "soter": "SOTER", AUTHORS: AUTHORS_LABEL, "random": "Random Baseline"}
 
 

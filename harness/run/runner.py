@@ -15,7 +15,7 @@ from harness.run.progress import Progress
 from harness.records.store import RecordStore, RecordStoreError, row_key
 from harness.records.window_store import write_window_errors
 from harness.records.configurations import recorded_code, with_identity
-from models.registry import get_spec, identity_digest
+from models.registry import get_spec, identity_digest, is_hub_id
 from harness.registry.tasks import get_task, task_options
 from protocols.data import dataset_fingerprint
 from protocols.datasets import all_datasets, is_path_like, load_dataset, resolve_data_root
@@ -245,12 +245,11 @@ def _check_weights_path(model: str, value: str) -> None:
     Foundation models may also name a hub repository (ORG/REPO), which their library downloads."""
     if Path(value).expanduser().exists():
         return
-    from baselines.foundation import CARDS, is_hub_id
-
-    if model in CARDS and is_hub_id(value):
+    hub = get_spec(model).hub_weights
+    if hub and is_hub_id(value):
         return
     raise SpecError(f"--weights {model}={value}: {Path(value).expanduser()} does not exist"
-                    + (" (and it is not a hub id ORG/REPO)" if model in CARDS else ""))
+                    + (" (and it is not a hub id ORG/REPO)" if hub else ""))
 
 
 def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple[Cell, dict[str, object]]], RunSummary]:
