@@ -44,14 +44,13 @@ class MeanLevel(Task):
         return ForecastingSpec(settings=(setting,), sampling=SamplingSpec(seed=seed, max_windows_per_subject=3))
 
     def points(self, spec):
-        return [(s.name, "clean", None) for s in spec.settings]
+        return [(s, "clean", None) for s in spec.settings]  # typed: the cell carries it
 
     def capable(self, model, cell):
         return None if model.capabilities.forecast else f"{cell.model} does not forecast"
 
     def evaluate(self, cell, dataset, model):
-        out = evaluate_forecasting(model, dataset, get_fold(dataset, cell.fold), Setting.parse(cell.setting),
-                                   cell.spec)
+        out = evaluate_forecasting(model, dataset, get_fold(dataset, cell.fold), cell.point, cell.spec)
         e = out.errors
         return {"status": "ok", "mae": e.mae, "sae": e.sae, "n_points": e.n, "n_windows": out.n_windows,
                 "peakiness": e.rmse / e.mae}

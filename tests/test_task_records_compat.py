@@ -49,6 +49,20 @@ def test_keys_are_those_of_the_previous_version(previous, task):
     assert sorted(str(fields["key"]) for _, fields in cells) == json.loads((FIXTURE / "keys.json").read_text())[task]
 
 
+@pytest.mark.parametrize("task, point_type", [("forecasting", Setting), ("noise", Setting), ("imputation", int),
+                                              ("classification", int)])
+def test_a_cell_carries_its_point_typed_and_the_records_its_name(previous, task, point_type):
+    """Issue #28: the task reads its setting back from the cell as the object its points() gave, not a string to
+    parse; the records' setting (and so the key, above) is its name, as before."""
+    from harness.run.cells import Cell
+
+    folder, out = previous
+    cells, _ = plan(_config(task, folder, out))
+    assert cells and all(isinstance(c.point, point_type) for c, _ in cells)
+    assert all(f["setting"] == c.setting == (c.point.name if point_type is Setting else str(c.point)) for c, f in cells)
+    assert Cell("mean-level", "toy", "S00", "32/8", "last-value", 0, None).point == "32/8"  # a task giving strings
+
+
 @pytest.mark.parametrize("task", list(RUNS))
 def test_a_rerun_over_previous_records_skips_every_cell(previous, task):
     folder, out = previous

@@ -41,6 +41,19 @@ class Cell:
     cache_dir: str | None = None  # on-disk embedding cache (classification)
     model_options: tuple[tuple[str, Any], ...] = field(default=())
     model_id: str = ""  # the model's identity (its weights' digest and options): a loaded model is reused only for it
+    # the setting as the task's points() gave it, typed (a protocols.specs.Setting, a segment length ...), so that
+    # the task reads it back without parsing ``setting``, its name in the records; given none, the name itself
+    point: Any = None
+
+    def __post_init__(self) -> None:
+        if self.point is None:
+            object.__setattr__(self, "point", self.setting)
+
+
+def setting_name(point: Any) -> str:
+    """A point's name in the records' ``setting`` column: a ``Setting``'s ``name`` ("96/48"), else ``str()``
+    (a segment length: "96"; a string stays itself)."""
+    return point if isinstance(point, str) else str(getattr(point, "name", point))
 
 
 @lru_cache(maxsize=4)

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
-from harness.run.cells import WINDOW_ERRORS, Cell, run_cell
+from harness.run.cells import WINDOW_ERRORS, Cell, run_cell, setting_name
 from harness.run.executor import EXECUTORS, make_executor
 from harness.run.progress import Progress
 from harness.records.store import RecordStore, RecordStoreError, row_key
@@ -291,12 +291,13 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
                 if model not in identities:
                     summary.identities[model] = model_identity(config.task, model, options)
                     identities[model] = summary.identities[model]["model_id"]
-                for setting, condition, level in task.points(spec):
+                for point, condition, level in task.points(spec):
+                    setting = setting_name(point)
                     for fold in folds:
                         cell = Cell(config.task, resolved, fold, setting, model, seed, spec, condition, level,
                                     data_root=str(root) if root else None,
                                     cache_dir=str(Path(config.out).resolve() / "cache"), model_options=options,
-                                    model_id=identities[model])
+                                    model_id=identities[model], point=point)
                         fields = {"task": config.task, "dataset": label, "fold": fold, "setting": setting,
                                   "condition": condition, "model": model, "seed": seed, "protocol": protocol}
                         fields["key"] = row_key(identities[model], **fields)

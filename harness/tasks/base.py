@@ -44,9 +44,11 @@ class Task:
         raise ``protocols.specs.SpecError`` for a bad value (checked when the RunConfig is made)."""
         raise NotImplementedError
 
-    def points(self, spec: Any) -> list[tuple[str, str, float | None]]:
+    def points(self, spec: Any) -> list[tuple[Any, str, float | None]]:
         """The (setting, condition, level) combinations of a spec: one cell per point, fold, model and seed.
-        The setting is a string: "C/H" (context/horizon) for forecasting-type tasks, else e.g. a segment length."""
+        The setting is typed: a ``protocols.specs.Setting`` (context/horizon) for forecasting-type tasks, else e.g.
+        a segment length (an int) or a string; the cell carries it as ``cell.point``, and the records its name
+        (``harness.run.cells.setting_name``: "96/48", "96")."""
         raise NotImplementedError
 
     def folds(self, dataset: Dataset) -> list[str]:

@@ -29,7 +29,7 @@ class Classification(Task):
         return ClassificationSpec(**given(budgets=options.budgets), **segment_options(options))
 
     def points(self, spec):
-        return [(str(spec.length), f"budget={b * 100:g}%", b) for b in spec.budgets]
+        return [(spec.length, f"budget={b * 100:g}%", b) for b in spec.budgets]
 
     def folds(self, dataset):
         check_classifiable(dataset)

@@ -7,7 +7,7 @@ import numpy as np
 from harness.registry.options import MAX_WINDOWS_PER_SUBJECT, SETTINGS, given
 from harness.tasks.base import ErrorTask, cells_frame, paper_cell
 from protocols.forecasting import evaluate_forecasting
-from protocols.specs import ForecastingSpec, SamplingSpec, Setting
+from protocols.specs import ForecastingSpec, SamplingSpec
 from protocols.splits import get_fold
 
 
@@ -19,7 +19,7 @@ def sampling(options, seed: int) -> SamplingSpec:
 def setting_capable(model, cell) -> str | None:
     """A forecasting setting needs a model that forecasts and supports its context and horizon."""
     caps = model.capabilities
-    s = Setting.parse(cell.setting)
+    s = cell.point
     if not caps.forecast or not caps.supports_setting(s.context, s.horizon):
         return f"{cell.model} does not support forecasting setting {cell.setting}"
     return None
@@ -46,14 +46,14 @@ class Forecasting(ErrorTask):
         return ForecastingSpec(**given(settings=options.settings), sampling=sampling(options, seed))
 
     def points(self, spec):
-        return [(s.name, "clean", None) for s in spec.settings]
+        return [(s, "clean", None) for s in spec.settings]
 
     def capable(self, model, cell):
         return setting_capable(model, cell)
 
     def evaluate(self, cell, dataset, model):
         fold = get_fold(dataset, cell.fold)
-        return self.error_row(cell, evaluate_forecasting(model, dataset, fold, Setting.parse(cell.setting), cell.spec))
+        return self.error_row(cell, evaluate_forecasting(model, dataset, fold, cell.point, cell.spec))
 
     def table(self, frame, models=None, datasets=None, caption: str = CAPTION):
         """The forecasting table: RMSE and MAE per dataset, mean ± std over settings (folds pooled); the

@@ -36,7 +36,7 @@ class Imputation(ErrorTask):
         return ImputationSpec(**given(rates=options.rates), **segment_options(options))
 
     def points(self, spec):
-        return [(str(spec.length), f"missing={r * 100:g}%", r) for r in spec.rates]
+        return [(spec.length, f"missing={r * 100:g}%", r) for r in spec.rates]
 
     def capable(self, model, cell):
         caps = model.capabilities

@@ -6,7 +6,7 @@ from harness.registry.options import MAX_WINDOWS_PER_SUBJECT, NOISE_LEVELS_OPTIO
 from harness.tasks.base import ErrorTask
 from harness.tasks.forecasting import sampling, setting_capable
 from protocols.noise import evaluate_noise
-from protocols.specs import NoiseSpec, Setting
+from protocols.specs import NoiseSpec
 from protocols.splits import get_fold
 
 
@@ -29,14 +29,14 @@ class Noise(ErrorTask):
         return NoiseSpec(**given(levels=options.levels, settings=options.settings), sampling=sampling(options, seed))
 
     def points(self, spec):
-        return [(s.name, f"beta={b:g}", b) for s in spec.settings for b in spec.levels]
+        return [(s, f"beta={b:g}", b) for s in spec.settings for b in spec.levels]
 
     def capable(self, model, cell):
         return setting_capable(model, cell)
 
     def evaluate(self, cell, dataset, model):
         fold = get_fold(dataset, cell.fold)
-        out = evaluate_noise(model, dataset, fold, Setting.parse(cell.setting), cell.spec, cell.level, cell.seed)
+        out = evaluate_noise(model, dataset, fold, cell.point, cell.spec, cell.level, cell.seed)
         return self.error_row(cell, out)
 
 
