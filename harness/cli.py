@@ -370,7 +370,7 @@ def _list(what: str) -> int:
         for name, spec in sorted(all_specs().items()):
             status, reason = spec.status()
             print(f"  {name:<22} {status:<17} {spec.family:<12} licence: {spec.licence}"
-                  f"{'  [default]' if spec.default else ''}")
+                  f"{'  ' + spec.default_label() if spec.default_label() else ''}")
             print(f"  {'':<22} {spec.description}")
             print(f"  {'':<22} capabilities: {_capabilities(spec)}; tasks: {', '.join(spec.tasks)}")
             if reason:

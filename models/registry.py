@@ -116,13 +116,26 @@ class ModelSpec:
     capabilities: Capabilities | None = None  # for `harness list`; default: the factory class's
     # capabilities known only once loaded (they depend on the options, e.g. SOTER's per-channel mode)
     capabilities_on_load: bool = False
-    default: bool = True  # part of the default model set of each task in ``tasks``
+    # part of the default model set of each task in ``tasks`` (True), of none (False), or of these tasks only
+    default: bool | tuple[str, ...] = True
     tasks: tuple[str, ...] = ("forecasting", "imputation", "noise")  # tasks the model takes part in
     options: dict[str, Any] = field(default_factory=dict)
     note: str = ""  # printed under every table in which the model appears (e.g. how it was decoded)
     note_tasks: tuple[str, ...] = ()  # the tasks whose tables the note concerns (empty: every task's)
     # "module:callable() -> path" of the weights the model loads when no --weights is given
     default_weights: str | None = None
+
+    def is_default_for(self, task: str) -> bool:
+        """Whether a run of ``task`` with no ``--models`` includes this model."""
+        if task not in self.tasks:
+            return False
+        return self.default if isinstance(self.default, bool) else task in self.default
+
+    def default_label(self) -> str:
+        """How `list` marks it: ``[default]``, ``[default: forecasting]``, or nothing."""
+        if isinstance(self.default, bool):
+            return "[default]" if self.default else ""
+        return f"[default: {', '.join(self.default)}]" if self.default else ""
 
     def unavailable_reason(self, **options: Any) -> str | None:
         """None when the model can be loaded here, else a message that says how to fix it."""
@@ -349,7 +362,7 @@ class SpecFields(TypedDict, total=False):
     environment: str | None
     capabilities: Capabilities | None
     capabilities_on_load: bool
-    default: bool
+    default: bool | tuple[str, ...]
     tasks: tuple[str, ...]
     options: dict[str, Any]
     note: str

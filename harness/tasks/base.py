@@ -53,7 +53,7 @@ class Task:
         """The registry's default models that declare this task, then :attr:`model_free`."""
         from models.registry import all_specs
 
-        names = tuple(name for name, spec in all_specs().items() if spec.default and self.name in spec.tasks)
+        names = tuple(name for name, spec in all_specs().items() if spec.is_default_for(self.name))
         return names + self.model_free
 
     # -- one cell ---------------------------------------------------------------------------

@@ -8,7 +8,9 @@ weights (shards of at most 15 MiB), ``SHA256SUMS`` (verified on every load), ``T
 (steps, tokens seen, wall time, final losses, the training config), the run's
 ``train_log.csv`` / ``val_log.csv``, ``quick_eval.csv`` (the paper's quick evaluation on every saved
 checkpoint of the run: 32 windows of 128/64 of the first fold's test subject, seed 123) and
-``training_curves.png``.  The optimizer state is not shipped.  ``MODEL_CARD.md`` is written by hand
+``training_curves.png``, and ``CORPUS.json`` (every corpus dataset's name, source, channels, subjects and
+recordings, read from the corpus's own ``index.json`` files: which data a checkpoint saw, for the
+pre-training overlap with evaluation datasets).  The optimizer state is not shipped.  ``MODEL_CARD.md`` is written by hand
 from the harness's tables (the card says which commands produced them).
 """
 
@@ -60,6 +62,12 @@ def quick_eval_curve(run: Path, dataset: str, every: int = 1, samples: int = 32,
     return out
 
 
+def dataset_label(dataset: str) -> str:
+    """A quick-evaluation dataset as a figure title shows it: a folder by its own name (with its options),
+    not the absolute path of the machine it was trained on, which overflowed the panel."""
+    return Path(dataset).name if "/" in dataset else dataset
+
+
 def plot_curves(run: Path, dest: Path, changes: list[int] = ()) -> Path:
     """Training loss (and its running mean), held-out loss, quick-evaluation RMSE/MAE against the step.
     ``changes``: steps from which the training options changed, drawn as dashed lines (the logged
@@ -90,7 +98,7 @@ def plot_curves(run: Path, dest: Path, changes: list[int] = ()) -> Path:
             q = read_log(run / name)
             for metric in ("rmse", "mae"):
                 ax.plot(q["step"], 100 * q[metric], marker="o", ms=3, label=metric.upper())
-            title = f"{title}\n{q['dataset'].iloc[0]}, 128/64, {q['rollout'].iloc[0]}"
+            title = f"{title}\n{dataset_label(q['dataset'].iloc[0])}, 128/64, {q['rollout'].iloc[0]}"
         for i, step in enumerate(changes):
             ax.axvline(step, color="grey", ls="--", lw=0.8, label="training options changed" if i == 0 else None)
         ax.set_xlabel("optimisation step")
@@ -178,7 +186,28 @@ def config_changes(run: Path, up_to: int) -> list[dict]:
     return changes
 
 
-def ship(run: Path, name: str, checkpoint: str | None = None, dest: Path | None = None) -> Path:
+CORPUS_MANIFEST = "CORPUS.json"
+
+
+def corpus_manifest(corpus: Path) -> dict:
+    """What a corpus holds, dataset by dataset, from the ``index.json`` its builder wrote (no values)."""
+    import json
+
+    corpus = Path(corpus)
+    folders = sorted(p for p in corpus.iterdir() if (p / "index.json").is_file()) if corpus.is_dir() else []
+    if not folders:
+        raise FileNotFoundError(f"{corpus}: no corpus datasets (no */index.json): pass the run's --corpus folder")
+    datasets = []
+    for folder in folders:
+        index = json.loads((folder / "index.json").read_text())
+        datasets.append({"name": index["name"], "source": index.get("source", ""),
+                         "channels": list(index["channels"]), "subjects": sorted(set(index["subjects"])),
+                         "recordings": list(index["recordings"]), "samples": int(sum(index["lengths"]))})
+    return {"format": 1, "datasets": datasets}
+
+
+def ship(run: Path, name: str, checkpoint: str | None = None, dest: Path | None = None,
+         corpus: Path | None = None) -> Path:
     """Copy the run's checkpoint (``latest`` by default) into ``dest`` with checksums and logs."""
     run = Path(run)
     checkpoint = checkpoint or (run / "latest").read_text().strip()
@@ -191,7 +220,10 @@ def ship(run: Path, name: str, checkpoint: str | None = None, dest: Path | None 
             read_log(run / log).to_csv(dest / log, index=False)
     import json
 
-    (dest / "TRAINING.json").write_text(json.dumps(training_summary(run, checkpoint), indent=2) + "\n")
+    summary = training_summary(run, checkpoint)
+    (dest / "TRAINING.json").write_text(json.dumps(summary, indent=2) + "\n")
+    corpus = Path(corpus) if corpus else Path(summary["train_config"]["corpus"])
+    (dest / CORPUS_MANIFEST).write_text(json.dumps(corpus_manifest(corpus), indent=1) + "\n")
     write_checksums(dest)
     return dest
 
@@ -203,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--name", required=True, help="folder name under models/soter/checkpoints/")
     p.add_argument("--checkpoint", default=None, help="default: the run's latest")
     p.add_argument("--dest", type=Path, default=None)
+    p.add_argument("--corpus", type=Path, default=None, help="the corpus the run trained on, for CORPUS.json "
+                                                              "(default: the --corpus in the run's config)")
     p.add_argument("--eval-dataset", default="", help="quick evaluation on every saved checkpoint (e.g. "
                                                        "mitbih:blocks=6 with --data-root)")
     p.add_argument("--eval-every", type=int, default=1, help="evaluate every k-th saved checkpoint")
@@ -214,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["SOTER_BENCH_DATA"] = str(args.data_root.resolve())
     if args.eval_dataset:
         quick_eval_curve(args.run, args.eval_dataset, args.eval_every)
-    dest = ship(args.run, args.name, args.checkpoint, args.dest)
+    dest = ship(args.run, args.name, args.checkpoint, args.dest, args.corpus)
     import json
 
     summary = json.loads((dest / "TRAINING.json").read_text())
