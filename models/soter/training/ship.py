@@ -5,7 +5,8 @@
 
 Writes ``models/soter/checkpoints/<name>/`` (or ``--dest``): ``config.json`` and safetensors
 weights (shards of at most 15 MiB), ``SHA256SUMS`` (verified on every load), ``TRAINING.json``
-(steps, tokens seen, wall time, final losses, the training config), the run's
+(steps, tokens seen, wall time, final losses, the training config), ``CORPUS.json`` (every corpus
+dataset it trained on, with its recordings and source: ``models.soter.corpus_manifest``), the run's
 ``train_log.csv`` / ``val_log.csv``, ``quick_eval.csv`` (the paper's quick evaluation on every saved
 checkpoint of the run: 32 windows of 128/64 of the first fold's test subject, seed 123) and
 ``training_curves.png``.  The optimizer state is not shipped.  ``MODEL_CARD.md`` is written by hand
@@ -191,7 +192,12 @@ def ship(run: Path, name: str, checkpoint: str | None = None, dest: Path | None 
             read_log(run / log).to_csv(dest / log, index=False)
     import json
 
-    (dest / "TRAINING.json").write_text(json.dumps(training_summary(run, checkpoint), indent=2) + "\n")
+    summary = training_summary(run, checkpoint)
+    (dest / "TRAINING.json").write_text(json.dumps(summary, indent=2) + "\n")
+    from models.soter.corpus_manifest import write_manifest
+
+    config = summary["train_config"]  # the exact sources, for the pre-training overlap registry (models.pretraining)
+    write_manifest(dest, Path(config["corpus"]), Path(config["val_corpus"]) if config.get("val_corpus") else None)
     write_checksums(dest)
     return dest
 
