@@ -280,3 +280,25 @@ def test_a_bad_source_database_is_one_clear_error(tmp_path, value):
                                            '[[recordings]]\nfile = "a.csv"\nsubject = "s"\n')
     with pytest.raises(DatasetError, match="'source_database' must be a database id"):
         load_folder_dataset(tmp_path)
+
+
+def test_the_report_lists_the_registry_and_the_leaderboard_shows_the_overlap(tmp_path):
+    from harness.report import write_report
+    from harness.stats_report import leaderboard
+    from tests.test_report import fixed_records
+
+    frame = fixed_records()  # soter, last-value and tirex on MIT-BIH
+    board, _ = leaderboard(frame, {}, "forecasting")
+    assert board.loc["soter", "pretraining_overlap"] == "no: mitbih"
+    assert board.loc["tirex", "pretraining_overlap"].startswith("?unknown: mitbih: checked baselines/tirex_model.py")
+    results = tmp_path / "run"
+    results.mkdir()
+    frame.to_csv(results / "records.csv", index=False)
+    report = write_report(results, tmp_path / "out").path.read_text()
+    section = report[report.index("## Pre-training overlap"):]
+    assert "| soter-authors | soter-authors | the SOTER paper's corpus" in section
+    assert "| soter-cpu-64 | soter, soter-autoregressive with checkpoint soter-cpu-64 |" in section
+    assert "- soter-authors on heartrate: partial: BIDMC" in section
+    assert "no‡" not in section and "partial‡" in section and "unknown?" in section
+    assert "pre-training overlap no: last-value on mitbih (not pre-trained)" in (
+        tmp_path / "out" / "tables" / "forecasting.md").read_text()
