@@ -302,3 +302,14 @@ def test_the_report_lists_the_registry_and_the_leaderboard_shows_the_overlap(tmp
     assert "no‡" not in section and "partial‡" in section and "unknown?" in section
     assert "pre-training overlap no: last-value on mitbih (not pre-trained)" in (
         tmp_path / "out" / "tables" / "forecasting.md").read_text()
+
+
+def test_a_broken_registry_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    from harness.cli import main
+
+    bad = tmp_path / "r.toml"
+    bad.write_text(REGISTRY_FILE.read_text().replace("schema = 1", "schema = 1\nextra = 2"))
+    monkeypatch.setattr(pretraining, "registry", lambda: read_registry(bad, CHECKPOINTS))
+    assert main(["list", "models"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "r.toml: expected schema = 1" in err
