@@ -69,7 +69,8 @@ def mark_table(table, frame: pd.DataFrame, task: str, stem: str = "",
     one note per reason (``harness.tables.Table.overlap_notes``)."""
     rows = frame[frame["task"] == task] if "task" in frame else frame
     datasets = list(dict.fromkeys(str(d) for d in rows["dataset"])) if len(rows) else []
-    by_stem = [d for d in datasets if stem and stem.endswith(file_stem(d))]
+    # a table of one dataset (label efficiency) names it in its file stem; the longest match wins
+    by_stem = sorted((d for d in datasets if stem and stem.endswith("_" + file_stem(d))), key=len, reverse=True)[:1]
     models = row_models(rows)
     declared = declared or {}
     entries, seen, unknown, absent = dict(table.entries), {}, {}, {}

@@ -313,3 +313,15 @@ def test_a_broken_registry_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys)
     assert main(["list", "models"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "r.toml: expected schema = 1" in err
+
+
+def test_a_label_efficiency_table_is_marked_by_the_dataset_its_file_names():
+    frame = _frame({"soter-authors": "soter-authors"}, ("heartrate", "mitbih")).assign(task="classification")
+    cols = (Column("25%", "Macro-F1", True), Column("100%", "Macro-F1", True))
+    table = Table("c", cols, ("soter-authors",), {("soter-authors", c): Entry(50.0, 1.0, 3, 3, "ok") for c in cols})
+    marked = mark_table(table, frame, "classification", "label_efficiency_heartrate")
+    assert {e.overlap for e in marked.entries.values()} == {"partial"}
+    assert "‡" in render(marked, "markdown").split("\n")[4]
+    other = mark_table(table, frame, "classification", "label_efficiency_mitbih")
+    assert {e.overlap for e in other.entries.values()} == {"no"}
+    assert {e.overlap for e in mark_table(table, frame, "classification", "x").entries.values()} == {""}
