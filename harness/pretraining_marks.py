@@ -41,7 +41,7 @@ def row_models(frame: pd.DataFrame) -> dict[str, tuple[str, str | None, bool, st
         return out
     names = frame["model_name"] if "model_name" in frame else frame["model"]
     infos = frame["model_info"] if "model_info" in frame else pd.Series([""] * len(frame), index=frame.index)
-    for label, name, info in zip(frame["model"], names, infos):
+    for label, name, info in dict.fromkeys(zip(frame["model"], names, infos.fillna(""))):  # each once
         if label in out and out[label][1] is not None:
             continue
         parsed = parse_info(info)
@@ -50,6 +50,7 @@ def row_models(frame: pd.DataFrame) -> dict[str, tuple[str, str | None, bool, st
         source = str(parsed.get("source", ""))
         user_weights = identity.get("weights_default") is False and SHIPPED_PREFIX not in source
         digest = identity.get("weights") or parsed.get("checkpoint_sha256")
+        name = name if isinstance(name, str) and name else label  # rows written before model_name existed
         out[str(label)] = (str(name), checkpoint, user_weights, str(digest) if digest else None)
     return out
 
