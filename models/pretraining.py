@@ -84,7 +84,8 @@ class Registry:
                 if entry.generated == GENERATED_SOTER:
                     return self.checkpoints.get(checkpoint or default_checkpoint(model) or "")
                 return entry
-        return None
+        # a model listed nowhere whose weights are a shipped checkpoint (a SOTER variant registered later)
+        return self.checkpoints.get(checkpoint or default_checkpoint(model) or "")
 
     def known_sources(self) -> set[str]:
         """Every source id the registry can match: the datasets' and every corpus's."""
@@ -248,7 +249,11 @@ def default_checkpoint(model: str) -> str | None:
         return None
     if not spec.default_weights:
         return None
-    return Path(resolve(spec.default_weights)()).name
+    try:
+        folder = Path(resolve(spec.default_weights)())
+    except Exception:  # noqa: BLE001 - a plugin's default-weights function: no checkpoint of ours then
+        return None
+    return folder.name if folder.resolve().parent == CHECKPOINTS else None
 
 
 # -- statuses -----------------------------------------------------------------------------------

@@ -325,3 +325,17 @@ def test_a_label_efficiency_table_is_marked_by_the_dataset_its_file_names():
     other = mark_table(table, frame, "classification", "label_efficiency_mitbih")
     assert {e.overlap for e in other.entries.values()} == {"no"}
     assert {e.overlap for e in mark_table(table, frame, "classification", "x").entries.values()} == {""}
+
+
+def test_a_soter_variant_registered_later_uses_its_default_checkpoints_entry(tmp_path, monkeypatch):
+    """A model listed in no entry whose default weights are a shipped checkpoint folder (as main's
+    `soter-anchored` with `soter-cpu-64-anchored`) gets that checkpoint's generated entry."""
+    copy = tmp_path / "checkpoints"
+    shutil.copytree(CHECKPOINTS / "soter-cpu-64", copy / "soter-cpu-64-anchored")
+    (copy / "soter-cpu-64-anchored" / MANIFEST).unlink()
+    reg = read_registry(REGISTRY_FILE, copy)
+    monkeypatch.setattr(pretraining, "default_checkpoint", lambda model: "soter-cpu-64-anchored")
+    entry = reg.entry_for("soter-anchored")
+    assert entry is reg.checkpoints["soter-cpu-64-anchored"] and overlap(entry, "wdd").status == "unknown"
+    monkeypatch.setattr(pretraining, "default_checkpoint", lambda model: None)
+    assert reg.entry_for("someone-elses-model") is None
