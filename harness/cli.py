@@ -276,12 +276,13 @@ def _publish(frame, task: str, out: Path, models: list[str] | None, datasets: li
              style: str = "text") -> None:
     """Print the task's tables and write them (txt, md, tex) and its figures under ``out``."""
     from harness.figures import task_figures
-    from harness.tables import render, task_tables
+    from harness.pretraining_marks import marked_task_tables, read_declared_sources
+    from harness.tables import render
 
     folder = out / "tables"
     folder.mkdir(parents=True, exist_ok=True)
     model_notes: dict[str, None] = {}  # printed once per run, after every table (each file keeps its own)
-    for stem, table in task_tables(frame, task, models, datasets):
+    for stem, table in marked_task_tables(frame, task, models, datasets, read_declared_sources(out)):
         print(render(table, style, with_model_notes=False))
         model_notes.update(dict.fromkeys(table.model_notes))
         for fmt, ext in (("text", "txt"), ("markdown", "md"), ("latex", "tex")):
@@ -358,6 +359,7 @@ def _print_statistics(frame, task: str, out: Path, reference: str | None, quiet:
 
 
 def _list(what: str) -> int:
+    from models.pretraining import data_line
     from models.registry import all_specs
     from protocols.datasets import all_datasets
 
@@ -373,6 +375,7 @@ def _list(what: str) -> int:
                   f"{'  ' + spec.default_label() if spec.default_label() else ''}")
             print(f"  {'':<22} {spec.description}")
             print(f"  {'':<22} capabilities: {_capabilities(spec)}; tasks: {', '.join(spec.tasks)}")
+            print(f"  {'':<22} pre-training data: {data_line(name)}")
             if reason:
                 print(f"  {'':<22} to run it: {reason}")
     if what in ("tasks", "all"):

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from harness import paper
-from harness.tables import SCALE, Column, Entry, Table, md_escape, render, task_tables
+from harness.tables import SCALE, Column, Entry, Table, md_escape, render
 
 DATASETS = {"heartrate": "HeartRate", "mitbih": "MIT-BIH", "scientisst-move": "ScientiSST MOVE",
             "ieee-ppg": "IEEE PPG", "mmash": "MMASH", "wdd": "WDD"}
@@ -255,7 +255,9 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
     frame = read_records(records_file) if records_file.is_file() else pd.DataFrame(columns=list(COLUMNS))
     root = Path(studies) if studies is not None else results.parent if results.is_file() else results
     out.mkdir(parents=True, exist_ok=True)
-    produced = _task_tables(frame, out)
+    from harness.pretraining_marks import read_declared_sources, registry_markdown
+
+    produced = _task_tables(frame, out, read_declared_sources(records_file.parent))
     made, missing = _task_figures(frame, out)
     produced += made
     made, not_found = _copied_figures(results.parent if results.is_file() else results, out)
@@ -279,7 +281,7 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
         "Units: every RMSE and MAE (normalised space), Macro-F1 and Macro-AUROC is x100, shown with two decimals, "
         "in tables, comparisons and figures alike.", "",
         "## Produced", "", *[f"- {p}" for p in produced], "", "## Not produced", "",
-        *[f"- {what}: {why}" for what, why in missing], ""]))
+        *[f"- {what}: {why}" for what, why in missing], "", *registry_markdown()]))
     return Report(report, tuple(produced), tuple(missing))
 
 
@@ -436,12 +438,15 @@ def _tasks(frame: pd.DataFrame) -> list[str]:
     return [t for t in all_tasks() if (frame["task"] == t).any()]
 
 
-def _task_tables(frame: pd.DataFrame, out: Path) -> list[str]:
-    """This run's tables (Markdown and LaTeX), one line per task."""
+def _task_tables(frame: pd.DataFrame, out: Path, declared: dict | None = None) -> list[str]:
+    """This run's tables (Markdown and LaTeX), one line per task; ``declared``: the source databases
+    user datasets declare (pre-training overlap marks)."""
+    from harness.pretraining_marks import marked_task_tables
+
     lines = []
     for task in _tasks(frame):
         stems = []
-        for stem, table in task_tables(frame, task):
+        for stem, table in marked_task_tables(frame, task, declared=declared):
             for style, ext in (("markdown", "md"), ("latex", "tex")):
                 path = out / "tables" / f"{stem}.{ext}"
                 path.parent.mkdir(parents=True, exist_ok=True)

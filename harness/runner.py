@@ -284,6 +284,7 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
         folds = task.folds(dataset)
         label = dataset.name
         summary.dataset_labels[resolved] = label
+        _record_sources(config, label, dataset.metadata.get("source_database", ()))
         data_fp = dataset_fingerprint(dataset)
         for seed in config.run_seeds:
             spec = config.specs(seed)
@@ -466,3 +467,11 @@ def _cost_probes_first(pending: list[tuple[Cell, dict[str, object]]],
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _record_sources(config, label: str, sources: tuple[str, ...]) -> None:
+    """A user dataset's declared source databases, kept beside the records for the overlap marks (#35)."""
+    from harness.pretraining_marks import record_declared_sources
+
+    if sources:
+        record_declared_sources(Path(config.records_path).parent, label, tuple(sources))

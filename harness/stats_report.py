@@ -269,6 +269,9 @@ def leaderboard(frame: pd.DataFrame, windows: dict[tuple, dict[str, CellWindows]
     crps, wql = quantile_scores(windows)
     board["crps"] = crps.mean(axis=0) if not crps.empty else np.nan  # NaN: a point forecaster
     board["wql"] = wql.mean(axis=0) if not wql.empty else np.nan
+    from harness.pretraining_marks import leaderboard_column
+
+    board["pretraining_overlap"] = leaderboard_column(board.index, frame, task)  # a mark, not a score (#35)
     return board, note
 
 

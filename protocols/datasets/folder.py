@@ -19,7 +19,8 @@ import pandas as pd
 from protocols.data import FLOAT32_MAX, Dataset, DatasetError, Recording, beyond_float32
 
 MANIFESTS = ("dataset.toml", "dataset.json")
-TOP_FIELDS = {"name", "channels", "sampling_rate", "labels", "allow_missing", "description", "recordings"}
+TOP_FIELDS = {"name", "channels", "sampling_rate", "labels", "allow_missing", "description", "recordings",
+              "source_database"}
 RECORDING_FIELDS = {"file", "subject", "name"}
 RESERVED_COLUMNS = ("time", "label")
 NUMERIC_NA = ["", "nan", "NaN", "NA"]  # spellings of an empty numeric cell
@@ -50,6 +51,13 @@ def _read_manifest(path: Path) -> tuple[Path, dict[str, Any]]:
     return manifest, data
 
 
+def _declared(data: dict[str, Any]) -> dict[str, Any]:
+    """The source databases the manifest declares (the pre-training overlap registry matches them)."""
+    source = data.get("source_database", [])
+    source = [source] if isinstance(source, str) else source
+    return {"source_database": tuple(source)} if source else {}
+
+
 def _check_manifest(manifest: Path, data: dict[str, Any]) -> None:
     unknown = sorted(set(data) - TOP_FIELDS)
     if unknown:
@@ -75,6 +83,11 @@ def _check_manifest(manifest: Path, data: dict[str, Any]) -> None:
                                or not all(isinstance(x, str) and x for x in labels)
                                or len(set(labels)) != len(labels)):
         raise DatasetError(f"{manifest}: 'labels' must be a list of distinct non-empty label names, got {labels!r}")
+    source = data.get("source_database", [])
+    if not (isinstance(source, str) and source) and not (
+            isinstance(source, list) and all(isinstance(s, str) and s for s in source)):
+        raise DatasetError(f"{manifest}: 'source_database' must be a database id such as \"physionet:mitdb\" "
+                           f"or a list of them, got {source!r}")
     if not isinstance(data.get("allow_missing", False), bool):
         raise DatasetError(f"{manifest}: 'allow_missing' must be true or false")
     if not isinstance(data.get("description", ""), str):
@@ -241,7 +254,7 @@ def load_folder_dataset(path: Path, **options: Any) -> Dataset:
         return Dataset(name=data["name"], channels=channels, recordings=recordings,
                        sampling_rate=rate, label_names=labels,
                        description=data.get("description", f"user dataset from {path}"),
-                       metadata={"path": str(path)})
+                       metadata={"path": str(path), **_declared(data)})
     except DatasetError as exc:
         raise DatasetError(f"{manifest}: {exc}") from exc
 

@@ -5,12 +5,11 @@
 
 Writes ``models/soter/checkpoints/<name>/`` (or ``--dest``): ``config.json`` and safetensors
 weights (shards of at most 15 MiB), ``SHA256SUMS`` (verified on every load), ``TRAINING.json``
-(steps, tokens seen, wall time, final losses, the training config), the run's
+(steps, tokens seen, wall time, final losses, the training config), ``CORPUS.json`` (every corpus
+dataset it trained on, with its recordings and source: ``models.soter.corpus_manifest``), the run's
 ``train_log.csv`` / ``val_log.csv``, ``quick_eval.csv`` (the paper's quick evaluation on every saved
 checkpoint of the run: 32 windows of 128/64 of the first fold's test subject, seed 123) and
-``training_curves.png``, and ``CORPUS.json`` (every corpus dataset's name, source, channels, subjects and
-recordings, read from the corpus's own ``index.json`` files: which data a checkpoint saw, for the
-pre-training overlap with evaluation datasets).  The optimizer state is not shipped.  ``MODEL_CARD.md`` is written by hand
+``training_curves.png``.  The optimizer state is not shipped.  ``MODEL_CARD.md`` is written by hand
 from the harness's tables (the card says which commands produced them).
 """
 
@@ -186,28 +185,7 @@ def config_changes(run: Path, up_to: int) -> list[dict]:
     return changes
 
 
-CORPUS_MANIFEST = "CORPUS.json"
-
-
-def corpus_manifest(corpus: Path) -> dict:
-    """What a corpus holds, dataset by dataset, from the ``index.json`` its builder wrote (no values)."""
-    import json
-
-    corpus = Path(corpus)
-    folders = sorted(p for p in corpus.iterdir() if (p / "index.json").is_file()) if corpus.is_dir() else []
-    if not folders:
-        raise FileNotFoundError(f"{corpus}: no corpus datasets (no */index.json): pass the run's --corpus folder")
-    datasets = []
-    for folder in folders:
-        index = json.loads((folder / "index.json").read_text())
-        datasets.append({"name": index["name"], "source": index.get("source", ""),
-                         "channels": list(index["channels"]), "subjects": sorted(set(index["subjects"])),
-                         "recordings": list(index["recordings"]), "samples": int(sum(index["lengths"]))})
-    return {"format": 1, "datasets": datasets}
-
-
-def ship(run: Path, name: str, checkpoint: str | None = None, dest: Path | None = None,
-         corpus: Path | None = None) -> Path:
+def ship(run: Path, name: str, checkpoint: str | None = None, dest: Path | None = None) -> Path:
     """Copy the run's checkpoint (``latest`` by default) into ``dest`` with checksums and logs."""
     run = Path(run)
     checkpoint = checkpoint or (run / "latest").read_text().strip()
@@ -222,8 +200,10 @@ def ship(run: Path, name: str, checkpoint: str | None = None, dest: Path | None 
 
     summary = training_summary(run, checkpoint)
     (dest / "TRAINING.json").write_text(json.dumps(summary, indent=2) + "\n")
-    corpus = Path(corpus) if corpus else Path(summary["train_config"]["corpus"])
-    (dest / CORPUS_MANIFEST).write_text(json.dumps(corpus_manifest(corpus), indent=1) + "\n")
+    from models.soter.corpus_manifest import write_manifest
+
+    config = summary["train_config"]  # the exact sources, for the pre-training overlap registry (models.pretraining)
+    write_manifest(dest, Path(config["corpus"]), Path(config["val_corpus"]) if config.get("val_corpus") else None)
     write_checksums(dest)
     return dest
 
@@ -235,8 +215,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--name", required=True, help="folder name under models/soter/checkpoints/")
     p.add_argument("--checkpoint", default=None, help="default: the run's latest")
     p.add_argument("--dest", type=Path, default=None)
-    p.add_argument("--corpus", type=Path, default=None, help="the corpus the run trained on, for CORPUS.json "
-                                                              "(default: the --corpus in the run's config)")
     p.add_argument("--eval-dataset", default="", help="quick evaluation on every saved checkpoint (e.g. "
                                                        "mitbih:blocks=6 with --data-root)")
     p.add_argument("--eval-every", type=int, default=1, help="evaluate every k-th saved checkpoint")
@@ -248,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["SOTER_BENCH_DATA"] = str(args.data_root.resolve())
     if args.eval_dataset:
         quick_eval_curve(args.run, args.eval_dataset, args.eval_every)
-    dest = ship(args.run, args.name, args.checkpoint, args.dest, args.corpus)
+    dest = ship(args.run, args.name, args.checkpoint, args.dest)
     import json
 
     summary = json.loads((dest / "TRAINING.json").read_text())
