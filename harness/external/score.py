@@ -20,7 +20,7 @@ import numpy as np
 
 from harness.cells import WINDOW_ERRORS, cached_dataset
 from harness.code_identity import code_digest
-from harness.configurations import with_identity
+from harness.configurations import SCORED, with_identity
 from harness.external.layout import (
     FINGERPRINT, QUANTILES, ExportFormatError, Manifest, Unit, file_digest, load_npz, read_manifest, read_unit,
 )
@@ -30,7 +30,7 @@ from harness.runner import RECORDS_FILE, _now, code_version
 from harness.store import RecordStore, row_key
 from harness.window_store import write_window_errors
 
-SOURCE = "predictions file"  # model_info's mark of a row scored from a file (and its identity's)
+SOURCE = SCORED  # model_info's mark of a row scored from a file (and its identity's)
 SCORER = "harness.external.score"  # with the task's module, the code that computes a scored row
 
 
