@@ -312,3 +312,15 @@ def test_rows_scored_by_code_that_changed_are_stale(folder, tmp_path):
     identity = parse_info(rows["model_info"].iloc[0])["identity"]
     old = rows.assign(model_info=[with_identity(i, {**identity, "code": "0" * 12}) for i in rows["model_info"]])
     assert code_problem(old, "forecasting").startswith("stale")
+
+
+def test_the_worked_example_of_the_docs_runs(folder, tmp_path, monkeypatch, capsys):
+    """docs/external.md's Python example, on a small export of the same name: it scores every unit."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "external.md").read_text()
+    example = text.split("## Worked example", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    assert main(["windows", "export", "forecasting", "--dataset", str(folder), "--settings", "48/24", "96/48",
+                 "--max-windows-per-subject", "3", "--out", "exports/cohort-forecasting"]) == 0
+    exec(compile(example, "docs/external.md", "exec"), {})
+    frame = read_records(tmp_path / "results" / "runs" / "default" / "records.csv")
+    assert set(frame["model"]) == {"seasonal-numpy"} and (frame["status"] == "ok").all() and len(frame) == 6

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from protocols.datasets.download import sha256 as file_digest  # a file's SHA-256, read in blocks
+
 FORMAT = "soter-bench-windows"
 VERSION = 1
 MANIFEST = "manifest.json"
@@ -87,14 +89,6 @@ def fingerprint(manifest: Manifest) -> str:
     value = {"format": manifest.format, "version": manifest.version, "task": manifest.task,
              "config": manifest.config, "units": [asdict(u) for u in manifest.units]}
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
-
-
-def file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def read_manifest(folder: Path) -> Manifest:
