@@ -87,7 +87,8 @@ def fingerprint(manifest: Manifest) -> str:
     """The digest tying predictions to an export: the task, the configuration, every unit's key fields
     (the protocol, and so the data's content hash, among them) and the digest of every unit's arrays."""
     value = {"format": manifest.format, "version": manifest.version, "task": manifest.task,
-             "config": manifest.config, "units": [asdict(u) for u in manifest.units]}
+             "config": manifest.config, "units": [asdict(u) for u in manifest.units],
+             "quantile_levels": list(manifest.quantile_levels)}
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 

@@ -29,6 +29,7 @@ from harness.external.units import plan_units, run_config
 from harness.runner import RECORDS_FILE, _now, code_version
 from harness.store import RecordStore, row_key
 from harness.window_store import write_window_errors
+from protocols.interface import QUANTILE_LEVELS
 
 SOURCE = SCORED  # model_info's mark of a row scored from a file (and its identity's)
 SCORER = "harness.external.score"  # with the task's module, the code that computes a scored row
@@ -151,6 +152,9 @@ def read_predictions(path: Path, manifest: Manifest, windows: Path) -> tuple[dic
                 raise PredictionsError(f"{where}: {unit.describe()}: quantiles are scored for forecasts only")
             shape = (*unit.prediction_shape, len(manifest.quantile_levels))
             quantiles[unit.id] = _checked(arrays[unit.id + QUANTILES], unit, shape, where, windows, "quantiles")
+    if quantiles and tuple(manifest.quantile_levels) != tuple(QUANTILE_LEVELS):
+        raise PredictionsError(f"{where}: the export asks for quantiles at {list(manifest.quantile_levels)}, the "
+                               f"harness now scores {list(QUANTILE_LEVELS)}; export again")
     if quantiles and len(quantiles) != len(point):
         missing = next(u for u in manifest.units if u.id not in quantiles)
         raise PredictionsError(f"{where}: quantiles for some units but not for {missing.describe()}: give them for "
