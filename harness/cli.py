@@ -96,6 +96,9 @@ def _parser() -> argparse.ArgumentParser:
     from harness import data_cli
 
     data_cli.add_parser(sub)
+    from harness.external import cli as external_cli
+
+    external_cli.add_parsers(sub)  # windows export, score: forecasts made outside the harness (docs/external.md)
 
     ex = sub.add_parser("examples", help="plot one forecasting window with every model's forecast (PNG, PDF, CSV)")
     ex.add_argument("--dataset", default=None, metavar="NAME|PATH", help="default: the embedded cohort")
@@ -160,6 +163,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             from harness import data_cli
 
             return data_cli.run(args)
+        if args.command in ("windows", "score"):
+            from harness.external import cli as external_cli
+
+            return external_cli.run(args)
         if args.command == "examples":
             return _examples(args)
         if args.command == "report":

@@ -186,7 +186,10 @@ def error_table(frame: pd.DataFrame, task: str, condition: str | None = None, mo
                 notes.append(f"{model} on {ds}: {problem}")
     notes += unrecorded_note(rows)
     measured = [m for m in models if any(e.status == "ok" for (name, _), e in entries.items() if name == m)]
-    return Table(caption, columns, tuple(models), entries, tuple(notes), model_notes(registry_names(rows, measured), task))
+    from harness.configurations import scored_notes
+
+    return Table(caption, columns, tuple(models), entries, tuple(notes),
+                 model_notes(registry_names(rows, measured), task) + scored_notes(rows, measured))
 
 
 def reps_of(task: str) -> list[str]:
