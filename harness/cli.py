@@ -16,6 +16,7 @@ from harness.runner import (
 )
 from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, Setting, SpecError
 
+EXIT_NOTHING_SCORED = 1  # the command worked but produced no result: a script must not take it for success
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 
@@ -263,6 +264,10 @@ def _run(args: argparse.Namespace) -> int:
     again = f" ({summary.recomputed} of them recomputed: their code changed)" if summary.recomputed else ""
     print(f"{summary.planned} cells: {summary.skipped_done} already done, {summary.ran} run now{again}; rows: {counts}")
     print(f"records: {summary.records_path}; tables: {out / 'tables'}")
+    if not summary.status_counts.get("ok"):
+        print(f"error: nothing was scored: none of the {summary.planned} cells finished ok ({counts}); "
+              "the table's notes and the records' error column say why", file=sys.stderr)
+        return EXIT_NOTHING_SCORED
     return 0
 
 
@@ -310,12 +315,21 @@ def _table(args: argparse.Namespace) -> int:
 
     frame = read_records(Path(args.out) / RECORDS_FILE)
     out = Path(args.out)
+    rows = frame[frame["task"] == args.task]
+    if rows.empty:
+        present = ", ".join(sorted(set(frame["task"]))) or "none"
+        raise SpecError(f"{out / RECORDS_FILE} holds no {args.task} records (tasks recorded there: {present}); "
+                        f"`python -m harness run {args.task} --out {out}` writes them")
     if not os.access(out, os.W_OK) or _read_only(out):
         raise SpecError(f"{out} is read-only: `table` writes its tables there; for archived results use "
                         f"`python -m harness report --results {out} --out ANOTHER_FOLDER`")
     _publish(frame, args.task, out, None, None, args.format)
     if args.stats:
         _print_statistics(frame, args.task, out, args.reference)
+    if not (rows["status"] == "ok").any():
+        print(f"error: nothing was scored: none of the {len(rows)} {args.task} rows finished ok; the table's notes "
+              "and the records' error column say why", file=sys.stderr)
+        return EXIT_NOTHING_SCORED
     return 0
 
 

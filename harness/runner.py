@@ -17,6 +17,7 @@ from harness.window_store import write_window_errors
 from harness.configurations import recorded_code, with_identity
 from models.registry import get_spec, identity_digest
 from harness.task_registry import get_task
+from harness.usage import check_models
 from protocols.data import dataset_fingerprint
 from protocols.datasets import all_datasets, is_path_like, load_dataset, resolve_data_root
 from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, Setting, SpecError
@@ -264,6 +265,7 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
     for name in model_names:
         if name not in task.model_free:
             get_spec(name)  # unknown model: a clear error now, not per cell
+    check_models(config.task, model_names, task.model_free)  # a classification-only model in forecasting
     for name, directory in config.weights:
         get_spec(name)
         _check_declares(name, "weights", f"--weights {name}={directory}")
