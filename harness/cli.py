@@ -135,7 +135,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    try:
+        parser = _parser()  # lists the tasks, which imports $SOTER_BENCH_PLUGINS modules when it is set
+    except (ImportError, RuntimeError, ValueError) as exc:  # a plugin that does not import: one line
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     previous = _install_stop_handlers()
     try:
         return _dispatch(args)
