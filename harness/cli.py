@@ -245,6 +245,7 @@ def _parse_weights(items: list[str]) -> tuple[tuple[str, str], ...]:
 
 def _run(args: argparse.Namespace) -> int:
     from harness.store import read_records  # pandas: imported on use, so that --help and list start fast
+    from harness.usage import percentages
 
     config = RunConfig(
         task=args.task, datasets=tuple(args.dataset), models=tuple(args.models),
@@ -252,7 +253,8 @@ def _run(args: argparse.Namespace) -> int:
         out=args.out, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address, seeds=tuple(args.seeds) if args.seeds else None,
         max_windows_per_subject=args.max_windows_per_subject, segment_length=args.segment_length,
         noise_levels=tuple(args.levels),
-        missing_rates=tuple(r / 100 for r in args.rates), budgets=tuple(b / 100 for b in args.budgets),
+        missing_rates=percentages("--rates", "missing rates", args.rates),
+        budgets=percentages("--budgets", "label budgets", args.budgets),
         rerun=args.rerun, weights=_parse_weights(args.weights), trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
         data_root=args.data_root, device=args.device, model_options=tuple(parse_model_option(o) for o in args.model_option),
     )

@@ -262,10 +262,7 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
     task = config.task_object
     dataset_refs = config.datasets or default_datasets()
     model_names = config.models or default_models(config.task)
-    for name in model_names:
-        if name not in task.model_free:
-            get_spec(name)  # unknown model: a clear error now, not per cell
-    check_models(config.task, model_names, task.model_free)  # a classification-only model in forecasting
+    check_models(config.task, model_names, task.model_free)  # every typo at once; a model unfit for the task
     for name, directory in config.weights:
         get_spec(name)
         _check_declares(name, "weights", f"--weights {name}={directory}")

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any, Callable, Required, TypedDict, TypeVar, Unpack
 
 from protocols.interface import Capabilities, Model
+from protocols.words import did_you_mean
 
 
 class UnknownModelError(KeyError):
@@ -551,7 +552,7 @@ def get_spec(name: str) -> ModelSpec:
     specs = all_specs()
     if name not in specs:
         raise UnknownModelError(
-            f"unknown model {name!r}; known models: {', '.join(sorted(specs))}"
+            f"unknown model {name!r}{did_you_mean(name, specs)}; known models: {', '.join(sorted(specs))}"
         )
     return specs[name]
 
