@@ -17,6 +17,7 @@ from harness.window_store import write_window_errors
 from harness.configurations import recorded_code, with_identity
 from models.registry import get_spec, identity_digest
 from harness.task_registry import get_task
+from harness.threads import single_thread_unless_set
 from harness.usage import check_models
 from protocols.data import dataset_fingerprint
 from protocols.datasets import all_datasets, is_path_like, load_dataset, resolve_data_root
@@ -346,6 +347,7 @@ def lost_cell_row(cell: Cell, error: BaseException) -> dict[str, object]:
 
 
 def execute(config: RunConfig, log=print) -> RunSummary:
+    single_thread_unless_set()  # a busy CPU: one thread per process (harness.threads); workers set their own
     # a cluster is joined before planning: --device auto asks it, not this machine, for GPUs
     executor = make_executor(config.jobs, config.executor, config.ray_address, cell_resources)
     try:
