@@ -166,7 +166,22 @@ def significance_grid(sig: pd.DataFrame) -> pd.DataFrame:
         mark = "*" if r["model"] == r["reference"] else ("+" if better else "=" if r["not_worse"] else "")
         return f"{r['value'] * SCALE:.2f} [{r['ci_low'] * SCALE:.2f}, {r['ci_high'] * SCALE:.2f}]{mark}"
     sig = sig.assign(cell=sig["dataset"] + " " + sig["setting"] + _condition_suffix(sig), text=sig.apply(text, axis=1))
-    return sig.pivot(index="model", columns="cell", values="text").fillna("")
+    grid = sig.pivot(index="model", columns="cell", values="text").fillna("")
+    datasets = list(dict.fromkeys(sig["dataset"]))
+    order = sig.drop_duplicates("cell").assign(
+        ds=lambda f: f["dataset"].map(datasets.index), length=lambda f: f["setting"].map(_setting_order))
+    return grid[list(order.sort_values(["ds", "length", "cell"], kind="stable")["cell"])]  # 48/24 before 128/64
+
+
+def _setting_order(setting: str) -> tuple:
+    """Settings by their lengths (C/H as numbers), anything else after them as text."""
+    from protocols.specs import Setting, SpecError
+
+    try:
+        s = Setting.parse(setting)
+        return (0, s.context, s.horizon, "")
+    except SpecError:
+        return (1, 0, 0, str(setting))
 
 
 def _condition_suffix(frame: pd.DataFrame) -> pd.Series:
@@ -311,7 +326,7 @@ def horizon_figure(windows: dict[tuple, dict[str, CellWindows]], path_stem: Path
 def _text(df: pd.DataFrame) -> str:
     df = df.rename(index=lambda v: plain(v) if isinstance(v, str) else v,
                    columns=lambda v: plain(v) if isinstance(v, str) else v)
-    return df.to_string(float_format=lambda v: f"{v:.3f}") + "\n"
+    return df.to_string(float_format=lambda v: f"{v:.3f}", na_rep="") + "\n"  # empty, as in Markdown and the captions
 
 
 def _markdown(df: pd.DataFrame) -> str:
@@ -417,7 +432,7 @@ def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: s
                    f"{label} x100 [95% block-bootstrap interval over subjects]; * = "
                    + (f"the reference model, {reference}" if reference else "the cell's best model")
                    + ", + = significantly better than it, "
-                   f"= = not significantly worse than it (Wilcoxon signed-rank over the same windows, Holm-corrected, "
+                   f"= = not significantly worse than it, no mark = significantly worse than it (Wilcoxon signed-rank over the same windows, Holm-corrected, "
                    f"alpha {alpha}).")
             done.produced.append(f"{task} {label} significance and intervals: statistics/significance_{metric}_{task}"
                                  "_grid.(txt|md) and .csv")
