@@ -56,6 +56,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--busy", type=int, default=os.cpu_count() or 2)
     p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--no-warm", action="store_true", help="skip the untimed first run (caches already warm)")
     p.add_argument("--variant", nargs="+", default=["as-shipped"],
                    help="NAME or NAME:VAR=VALUE,VAR=VALUE (environment of that variant's runs)")
     args = p.parse_args(argv)
@@ -67,7 +68,8 @@ def main() -> None:
     base = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS")}
     print(f"# harness run {' '.join(run_args)}; {os.cpu_count()} cores; busy loops: {args.busy}")
     print("# uptime before:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
-    run_once(run_args, base)  # warm the cohort cache and the numba cache: not timed
+    if not args.no_warm:
+        run_once(run_args, base)  # warm the cohort cache and the numba cache: not timed
     for _ in range(args.repeats):
         for name, extra in variants:
             env = {**base, **extra}

@@ -14,28 +14,15 @@ import argparse
 import os
 import statistics
 import subprocess
-import sys
 import time
-from contextlib import contextmanager
 
 import numba
 import numpy as np
 import torch
 
+from busy_cpu import busy_loops  # benchmarks/busy_cpu.py (the script's folder is on sys.path)
 from models.registry import load_model
 from protocols.interface import SeriesBatch, forecast
-
-
-@contextmanager
-def busy_loops(n: int):
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
-    time.sleep(1.0)
-    try:
-        yield
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
 
 
 def main() -> None:
