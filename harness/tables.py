@@ -304,8 +304,9 @@ def _cell(entry: Entry | None, style: str, rank: int | None) -> str:
     # a spread needs two samples: one setting or one seed has none, and "±0.00" would claim zero variance
     std = f"{entry.std:.2f}" if entry.replicates > 1 and np.isfinite(entry.std) else None
     dagger = {"text": "+", "markdown": "†", "latex": r"^{\dagger}"}[style] if entry.marked else ""
-    if style == "text":
-        return f"{mean}±{std}{dagger}" if std else f"{mean}{dagger}"
+    if style == "text":  # a terminal has no bold: superscript ranks, as the caption says
+        mark = TEXT_RANKS.get(rank, "") if rank else ""
+        return f"{mean}±{std}{dagger}{mark}" if std else f"{mean}{dagger}{mark}"
     if style == "markdown":
         mean = f"**{mean}**" if rank == 1 else f"<u>{mean}</u>" if rank == 2 else mean
         return (f"{mean} ± {std}" if std else mean) + dagger
@@ -313,6 +314,7 @@ def _cell(entry: Entry | None, style: str, rank: int | None) -> str:
     return rf"${mean}_{{\pm {std}}}{dagger}$" if std else rf"${mean}{dagger}$"
 
 
+TEXT_RANKS = {1: "¹", 2: "²"}  # best and second best in text tables
 TEXT_WIDTH = 100  # text tables (terminal, .txt) fit this many columns; Markdown and LaTeX stay wide
 
 
@@ -330,7 +332,8 @@ def render(table: Table, style: str = "text", with_model_notes: bool = True) -> 
     body = [[name(model)] + [_cell(table.entries.get((model, c)), style, ranks.get((model, c)))
                              for c in table.columns] for model in table.models]
     if style == "text":
-        return _render_text(plain(table.caption), header, body, tuple(plain(n) for n in notes))
+        caption = plain(table.caption) + (" Best ¹, second ²." if ranks else "")
+        return _render_text(caption, header, body, tuple(plain(n) for n in notes))
     if style == "markdown":
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(r) + " |" for r in body]
