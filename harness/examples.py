@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.figures import EXACT, model_style, pyplot, save_png_pdf
+from harness.figures import EXACT, model_index, model_style, pyplot, save_png_pdf
 from models.registry import get_spec
 from protocols.data import Dataset
 from protocols.forecasting import fold_windows, predict_windows
@@ -80,7 +80,7 @@ def plot_example(frame: pd.DataFrame, path: Path) -> list[Path]:
     fig, axes = plt.subplots(len(channels), 1, figsize=(8, 2.2 * max(len(channels), 1.4)), sharex=True,
                              squeeze=False)
     models = [s for s in dict.fromkeys(frame["series"]) if s not in ("context", "truth")]
-    styles = {m: {k: v for k, v in model_style(i).items() if k != "capsize"} for i, m in enumerate(models)}
+    styles = {m: {k: v for k, v in model_style(model_index(m)).items() if k != "capsize"} for m in models}
     for ax, channel in zip(axes[:, 0], channels):
         part = frame[frame["channel"] == channel]
         for series, style in (("context", dict(color="0.35", lw=1.0)), ("truth", dict(color="black", lw=1.4))):

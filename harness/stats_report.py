@@ -290,7 +290,7 @@ def leaderboard(frame: pd.DataFrame, windows: dict[tuple, dict[str, CellWindows]
 # -- figures -----------------------------------------------------------------------------------
 def horizon_figure(windows: dict[tuple, dict[str, CellWindows]], path_stem: Path) -> list[Path]:
     """RMSE against horizon step, one panel per (dataset, setting) of the clean condition."""
-    from harness.figures import pyplot, save_png_pdf
+    from harness.figures import model_index, model_style, pyplot, save_png_pdf
 
     cells = sorted(c for c in windows if c[2] == "clean")
     if not cells:
@@ -304,16 +304,19 @@ def horizon_figure(windows: dict[tuple, dict[str, CellWindows]], path_stem: Path
     for i, dataset in enumerate(datasets):
         for j, setting in enumerate(settings):
             ax = axes[i][j]
-            for k, model in enumerate(models):
+            for model in models:
                 w = windows.get((dataset, setting, "clean"), {}).get(model)
                 if w is None:
                     continue
                 curve = np.sqrt(w.step_sse / w.step_n) * SCALE
-                ax.plot(np.arange(1, len(curve) + 1), curve, label=model, lw=1.2,
-                        ls=("-", "--", ":", "-.")[k // 10 % 4])
+                style = {k: v for k, v in model_style(model_index(model)).items() if k != "capsize"}
+                ax.plot(np.arange(1, len(curve) + 1), curve, label=model, markevery=max(1, len(curve) // 6), **style)
             ax.set_title(f"{dataset}, {setting}", fontsize=9)
-            ax.set_xlabel("horizon step")
-            ax.set_ylabel("RMSE (x100)")
+            if i == len(datasets) - 1:
+                ax.set_xlabel("horizon step")
+            if j == 0:  # one y label per row, not one per panel
+                ax.set_ylabel("RMSE (x100)")
+    fig.tight_layout()  # the panels fill the figure: no gap before the legend beside them
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
     try:

@@ -42,3 +42,11 @@ def test_the_legend_sits_beside_the_panels_and_models_get_distinct_markers(tmp_p
     assert lines["last-value"].get_marker() != lines["auto-theta"].get_marker()
     assert lines["last-value"].get_linestyle() != lines["auto-theta"].get_linestyle()
     assert any("last-value = auto-theta" in t.get_text() for t in fig.texts)
+
+
+def test_a_model_has_one_colour_whatever_other_models_a_figure_shows():
+    from harness.figures import model_colours
+
+    few, many = model_colours(["soter", "last-value"]), model_colours(["auto-ets", "last-value", "drift", "soter"])
+    assert few["soter"] == many["soter"] and few["last-value"] == many["last-value"]
+    assert few["soter"] != few["last-value"]
