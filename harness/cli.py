@@ -16,6 +16,7 @@ from harness.runner import (
 )
 from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, Setting, SpecError
 
+EXIT_NOTHING_SCORED = 1  # the command worked but produced no result: a script must not take it for success
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 
@@ -137,7 +138,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    try:
+        parser = _parser()  # lists the tasks, which imports $SOTER_BENCH_PLUGINS modules when it is set
+    except (ImportError, RuntimeError, ValueError) as exc:  # a plugin that does not import: one line
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     previous = _install_stop_handlers()
     try:
         return _dispatch(args)
@@ -246,6 +252,7 @@ def _parse_weights(items: list[str]) -> tuple[tuple[str, str], ...]:
 
 def _run(args: argparse.Namespace) -> int:
     from harness.store import read_records  # pandas: imported on use, so that --help and list start fast
+    from harness.usage import percentages
 
     config = RunConfig(
         task=args.task, datasets=tuple(args.dataset), models=tuple(args.models),
@@ -253,7 +260,8 @@ def _run(args: argparse.Namespace) -> int:
         out=args.out, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address, seeds=tuple(args.seeds) if args.seeds else None,
         max_windows_per_subject=args.max_windows_per_subject, segment_length=args.segment_length,
         noise_levels=tuple(args.levels),
-        missing_rates=tuple(r / 100 for r in args.rates), budgets=tuple(b / 100 for b in args.budgets),
+        missing_rates=percentages("--rates", "missing rates", args.rates),
+        budgets=percentages("--budgets", "label budgets", args.budgets),
         rerun=args.rerun, weights=_parse_weights(args.weights), trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
         data_root=args.data_root, device=args.device, model_options=tuple(parse_model_option(o) for o in args.model_option),
     )
@@ -270,6 +278,10 @@ def _run(args: argparse.Namespace) -> int:
     again = f" ({summary.recomputed} of them recomputed: their code changed)" if summary.recomputed else ""
     print(f"{summary.planned} cells: {summary.skipped_done} already done, {summary.ran} run now{again}; rows: {counts}")
     print(f"records: {summary.records_path}; tables: {out / 'tables'}")
+    if not summary.status_counts.get("ok"):
+        print(f"error: nothing was scored: none of the {summary.planned} cells finished ok ({counts}); "
+              "the table's notes and the records' error column say why", file=sys.stderr)
+        return EXIT_NOTHING_SCORED
     return 0
 
 
@@ -318,12 +330,21 @@ def _table(args: argparse.Namespace) -> int:
 
     frame = read_records(Path(args.out) / RECORDS_FILE)
     out = Path(args.out)
+    rows = frame[frame["task"] == args.task]
+    if rows.empty:
+        present = ", ".join(sorted(set(frame["task"]))) or "none"
+        raise SpecError(f"{out / RECORDS_FILE} holds no {args.task} records (tasks recorded there: {present}); "
+                        f"`python -m harness run {args.task} --out {out}` writes them")
     if not os.access(out, os.W_OK) or _read_only(out):
         raise SpecError(f"{out} is read-only: `table` writes its tables there; for archived results use "
                         f"`python -m harness report --results {out} --out ANOTHER_FOLDER`")
     _publish(frame, args.task, out, None, None, args.format)
     if args.stats:
         _print_statistics(frame, args.task, out, args.reference)
+    if not (rows["status"] == "ok").any():
+        print(f"error: nothing was scored: none of the {len(rows)} {args.task} rows finished ok; the table's notes "
+              "and the records' error column say why", file=sys.stderr)
+        return EXIT_NOTHING_SCORED
     return 0
 
 

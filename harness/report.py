@@ -229,6 +229,7 @@ class Report:
     path: Path
     produced: tuple[str, ...]
     missing: tuple[tuple[str, str], ...]  # (what, why)
+    html: Path | None = None  # the same report as one self-contained HTML file (harness.report_html)
 
     def summary(self) -> str:
         """One line per thing produced; one line per reason for what was not, naming what it holds back."""
@@ -238,6 +239,7 @@ class Report:
         return "\n".join([f"Produced ({len(self.produced)}):", *[f"  {p}" for p in self.produced],
                           f"Not produced ({len(self.missing)}):",
                           *[f"  {', '.join(whats)}: {reason}" for reason, whats in why.items()],
+                          *([f"In a browser: {self.html} (one self-contained file)"] if self.html else []),
                           f"Report: {self.path} (paths above are relative to {self.path.parent})"])
 
     def __str__(self) -> str:  # `python -m harness report` prints what write_report returns
@@ -275,14 +277,18 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
                                   reference=reference)
     produced, missing = produced + statistics.produced, missing + statistics.missing
     report = out / "REPORT.md"
+    header = (f"Records: {records_file} ({len(frame)} rows). Paper tables: {paper_dir}. "
+              f"Study outputs ({', '.join(f for f, _ in STUDY_OUTPUTS.values())}): searched under {root}.")
     report.write_text("\n".join([
-        "# Report", "", f"Records: {records_file} ({len(frame)} rows). Paper tables: {paper_dir}. "
-        f"Study outputs ({', '.join(f for f, _ in STUDY_OUTPUTS.values())}): searched under {root}.", "",
+        "# Report", "", header, "",
         "Units: every RMSE and MAE (normalised space), Macro-F1 and Macro-AUROC is x100, shown with two decimals, "
         "in tables, comparisons and figures alike.", "",
         "## Produced", "", *[f"- {p}" for p in produced], "", "## Not produced", "",
         *[f"- {what}: {why}" for what, why in missing], "", *registry_markdown()]))
-    return Report(report, tuple(produced), tuple(missing))
+    from harness.report_html import write_html
+
+    page = write_html(out, header, produced, missing)
+    return Report(report, tuple(produced), tuple(missing), page)
 
 
 # -- the training studies' tables --------------------------------------------------------------------

@@ -17,6 +17,8 @@ from harness.window_store import write_window_errors
 from harness.configurations import recorded_code, with_identity
 from models.registry import get_spec, identity_digest
 from harness.task_registry import get_task
+from harness.threads import single_thread_unless_set
+from harness.usage import check_models
 from protocols.data import dataset_fingerprint
 from protocols.datasets import all_datasets, is_path_like, load_dataset, resolve_data_root
 from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, Setting, SpecError
@@ -261,9 +263,7 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
     task = config.task_object
     dataset_refs = config.datasets or default_datasets()
     model_names = config.models or default_models(config.task)
-    for name in model_names:
-        if name not in task.model_free:
-            get_spec(name)  # unknown model: a clear error now, not per cell
+    check_models(config.task, model_names, task.model_free)  # every typo at once; a model unfit for the task
     for name, directory in config.weights:
         get_spec(name)
         _check_declares(name, "weights", f"--weights {name}={directory}")
@@ -348,6 +348,7 @@ def lost_cell_row(cell: Cell, error: BaseException) -> dict[str, object]:
 
 
 def execute(config: RunConfig, log=print) -> RunSummary:
+    single_thread_unless_set()  # a busy CPU: one thread per process (harness.threads); workers set their own
     # a cluster is joined before planning: --device auto asks it, not this machine, for GPUs
     executor = make_executor(config.jobs, config.executor, config.ray_address, cell_resources)
     try:

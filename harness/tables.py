@@ -310,8 +310,9 @@ def _cell(entry: Entry | None, style: str, rank: int | None) -> str:
     std = f"{entry.std:.2f}" if entry.replicates > 1 and np.isfinite(entry.std) else None
     dagger = {"text": "+", "markdown": "†", "latex": r"^{\dagger}"}[style] if entry.marked else ""
     dagger += _overlap_mark(entry.overlap, style)
-    if style == "text":
-        return f"{mean}±{std}{dagger}" if std else f"{mean}{dagger}"
+    if style == "text":  # a terminal has no bold: superscript ranks, as the caption says
+        mark = TEXT_RANKS.get(rank, "") if rank else ""
+        return f"{mean}±{std}{dagger}{mark}" if std else f"{mean}{dagger}{mark}"
     if style == "markdown":
         mean = f"**{mean}**" if rank == 1 else f"<u>{mean}</u>" if rank == 2 else mean
         return (f"{mean} ± {std}" if std else mean) + dagger
@@ -332,6 +333,7 @@ def _overlap_mark(status: str, style: str) -> str:
     return {"‡": r"^{\ddagger}", "?": "^{?}"}.get(mark, "") if style == "latex" else mark
 
 
+TEXT_RANKS = {1: "¹", 2: "²"}  # best and second best in text tables
 TEXT_WIDTH = 100  # text tables (terminal, .txt) fit this many columns; Markdown and LaTeX stay wide
 
 
@@ -350,7 +352,8 @@ def render(table: Table, style: str = "text", with_model_notes: bool = True) -> 
                              for c in table.columns] for model in table.models]
     overlap = [(mark, name(text)) for mark, text in table.overlap_notes]
     if style == "text":
-        return _render_text(plain(table.caption), header, body, tuple(plain(n) for n in notes), overlap)
+        caption = plain(table.caption) + (" Best ¹, second ²." if ranks else "")
+        return _render_text(caption, header, body, tuple(plain(n) for n in notes), overlap)
     if style == "markdown":
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(r) + " |" for r in body]

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any, Callable, Required, TypedDict, TypeVar, Unpack
 
 from protocols.interface import Capabilities, Model
+from protocols.words import did_you_mean
 
 
 class UnknownModelError(KeyError):
@@ -534,9 +535,19 @@ def _load_env_plugins() -> None:
             raise  # names the plugin already
         except Exception as exc:  # an import error, or any error raised while the module runs
             reason = str(exc) if isinstance(exc, ImportError) else f"{type(exc).__name__}: {exc}"
-            raise PluginImportError(f"cannot import {plugin}: {reason}") from exc
+            raise PluginImportError(f"cannot import {plugin}: {reason}{_path_hint(module, exc)}") from exc
         finally:
             _loading.pop()
+
+
+def _path_hint(module: str, exc: Exception) -> str:
+    """The usual cause when the plugin module itself (not one it imports) is not found: its folder is not
+    on Python's path."""
+    missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    if missing is None or not (module == missing or module.startswith(missing + ".")):
+        return ""
+    return (f" (Python looks for it on sys.path: run from the folder holding {missing.replace('.', '/')}.py or "
+            f"{missing.replace('.', '/')}/, or add that folder to PYTHONPATH, e.g. PYTHONPATH=/path/to/folder)")
 
 
 def _ensure_builtin() -> None:
@@ -554,7 +565,7 @@ def get_spec(name: str) -> ModelSpec:
     specs = all_specs()
     if name not in specs:
         raise UnknownModelError(
-            f"unknown model {name!r}; known models: {', '.join(sorted(specs))}"
+            f"unknown model {name!r}{did_you_mean(name, specs)}; known models: {', '.join(sorted(specs))}"
         )
     return specs[name]
 

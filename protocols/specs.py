@@ -89,7 +89,8 @@ class SamplingSpec:
 
     def __post_init__(self) -> None:
         if self.max_windows_per_subject < 1:
-            raise SpecError("max_windows_per_subject must be >= 1")
+            raise SpecError(f"--max-windows-per-subject (max_windows_per_subject) must be a whole number >= 1, "
+                            f"got {self.max_windows_per_subject}")
         if self.stride is not None and self.stride < 1:
             raise SpecError("stride must be >= 1")
         if self.seed < 0:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from protocols.data import Dataset, DatasetError
+from protocols.words import closest, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,14 @@ def load_dataset(name: str, data_root: str | Path | None = None, **options: Any)
         from protocols.datasets.folder import load_folder_dataset
 
         return load_folder_dataset(Path(name), **options)
+    base, colon, option = name.rpartition(":")
+    if colon and (base in _REGISTRY or is_path_like(base)):
+        key = option.partition("=")[0]
+        hint = " (did you mean 'blocks'?)" if closest(key, ["blocks"]) else ""
+        raise DatasetError(f"{name!r}: unknown dataset option {option!r}{hint}; the one option is "
+                           f"{BLOCKS_SUFFIX[1:]}K (K contiguous blocks of each recording act as subjects), "
+                           f"e.g. {base}{BLOCKS_SUFFIX}6")
     raise DatasetError(
-        f"unknown dataset {name!r}; known datasets: {', '.join(sorted(_REGISTRY))} "
+        f"unknown dataset {name!r}{did_you_mean(name, _REGISTRY)}; known datasets: {', '.join(sorted(_REGISTRY))} "
         "(or give the path of a dataset folder, see docs/datasets.md)"
     )

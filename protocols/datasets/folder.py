@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from protocols.data import FLOAT32_MAX, Dataset, DatasetError, Recording, beyond_float32
+from protocols.words import did_you_mean
 
 MANIFESTS = ("dataset.toml", "dataset.json")
 TOP_FIELDS = {"name", "channels", "sampling_rate", "labels", "allow_missing", "description", "recordings",
@@ -148,6 +149,18 @@ def _read_table(file: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     return frame
 
 
+def _delimiter_hint(frame: pd.DataFrame) -> str:
+    """A file read as one column whose header holds ``;`` or a tab was written with another delimiter
+    (a spreadsheet in a comma-decimal locale writes ``;``)."""
+    if len(frame.columns) != 1:
+        return ""
+    header = str(frame.columns[0])
+    for sep, word in ((";", "semicolon"), ("\t", "tab")):
+        if sep in header:
+            return f"; wrong delimiter? the header looks {word}-separated, and the files must be comma-separated"
+    return ""
+
+
 def _check_row_lengths(file: Path) -> None:
     with file.open(newline="", encoding="utf-8", errors="replace") as fh:
         rows = csv.reader(fh)
@@ -205,7 +218,8 @@ def _read_recording(file: Path, entry: dict[str, str], channels: tuple[str, ...]
     frame = _read_table(file, ("time", *channels))
     for column in ("time", *channels):
         if column not in frame.columns:
-            raise DatasetError(f"{file}: missing column {column!r} (columns: {list(map(str, frame.columns))})")
+            raise DatasetError(f"{file}: missing column {column!r}{did_you_mean(column, map(str, frame.columns))} "
+                               f"(columns: {list(map(str, frame.columns))}){_delimiter_hint(frame)}")
     if frame.empty:
         raise DatasetError(f"{file}: no rows")
     times = _numeric(frame, "time", file)
