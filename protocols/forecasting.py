@@ -9,9 +9,11 @@ from typing import Callable
 import numpy as np
 
 from protocols import interface
+from protocols.channel_errors import ChannelErrors, channel_errors
 from protocols.data import Dataset
 from protocols.interface import Model, SeriesBatch
 from protocols.metrics import ErrorSums, WindowErrors, error_sums, window_errors
+from protocols.modality import channel_modalities
 from protocols.scaling import fit_fold_scaler
 from protocols.specs import ForecastingSpec, Setting
 from protocols.splits import Fold
@@ -25,6 +27,7 @@ class ForecastOutcome:
     skipped_missing: int
     short_recordings: int
     windows: WindowErrors | None = None  # per-window statistics (None: nothing was scored)
+    channels: ChannelErrors | None = None  # the errors per channel (breakdowns by modality)
 
 
 def fold_windows(dataset: Dataset, fold: Fold, setting: Setting, spec: ForecastingSpec) -> tuple[WindowArrays, WindowSelection]:
@@ -90,4 +93,6 @@ def evaluate_forecasting(
         skipped_missing=selection.skipped_missing,
         short_recordings=selection.short_recordings,
         windows=per_window,
+        channels=channel_errors(prediction, arrays.target, dataset.channels, channel_modalities(dataset))
+        if per_window is not None else None,
     )
