@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness.cell_files import CELL_FILES, write_cell_files
 from harness.cells import WINDOW_ERRORS, Cell, run_cell
 from harness.executor import EXECUTORS, make_executor
 from harness.progress import Progress
@@ -18,7 +19,7 @@ from models.registry import get_spec
 from harness.task_registry import get_task
 from protocols.data import dataset_fingerprint
 from protocols.datasets import all_datasets, is_path_like, load_dataset, resolve_data_root
-from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, Setting, SpecError
+from protocols.specs import LABEL_BUDGETS, ArtefactSpec, MaskSpec, PhysiologySpec, Setting, SpecError
 
 DEFAULT_OUT = Path("results/runs/default")
 RECORDS_FILE = "records.csv"
@@ -43,8 +44,8 @@ class RunConfig:
     seeds: tuple[int, ...] | None = None  # forecasting/noise: (0,); imputation/classification: (0, 1, 2)
     max_windows_per_subject: int | None = None
     segment_length: int | None = None  # imputation and classification segments (samples)
-    noise_levels: tuple[float, ...] = NOISE_LEVELS
-    missing_rates: tuple[float, ...] = MISSING_RATES
+    noise_levels: tuple[float, ...] | None = None  # None: the artefact's levels (Gaussian: the paper's betas)
+    missing_rates: tuple[float, ...] | None = None  # None: the task's (imputation: 25/50/75 %)
     budgets: tuple[float, ...] = LABEL_BUDGETS
     rerun: bool = False  # recompute rows that are already finished
     weights: tuple[tuple[str, str], ...] = ()  # (model, directory)
@@ -53,6 +54,10 @@ class RunConfig:
     device: str = "auto"  # --device: auto (CUDA when available) | cpu | cuda | cuda:N
     progress: bool = True
     data_root: Path | None = None  # --data-root; else $SOTER_BENCH_DATA
+    # stress tests (issue #31; docs/protocols.md): the defaults are the paper's protocols
+    mask: MaskSpec = MaskSpec()  # imputation and physiology: --mask, --mask-channels, --burst-seconds, ...
+    artefact: ArtefactSpec = ArtefactSpec()  # noise: --artefact, --mains-hz
+    physiology: PhysiologySpec = PhysiologySpec()  # physiology: --physio-context, --physio-horizon, ...
 
     def __post_init__(self) -> None:
         get_task(self.task)  # unknown task: an error listing the known ones
@@ -379,6 +384,7 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
         for cell, result in executor.run(run_cell, not_done_elsewhere(), lost_cell_row):
             fields = fields_of[cell]
             write_window_errors(config.out, str(fields["key"]), result.pop(WINDOW_ERRORS, None))  # before its row
+            write_cell_files(config.out, str(fields["key"]), result.pop(CELL_FILES, None))  # so are these
             store.write({**fields, **result, "code_version": version,
                          "finished_at": _now()})
             summary.ran += 1

@@ -1,0 +1,149 @@
+"""Issue #31: every task's table broken down by signal modality and by subject (harness.breakdown); the parts
+sum back to the pooled score."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.breakdown import by_modality, by_subject, modality_sums, subject_scores
+from harness.cell_files import read_cell_file
+from harness.cli import main
+from harness.runner import RunConfig, execute
+from harness.store import read_records
+from harness.task_registry import get_task
+from harness.tables import pooled
+from protocols.data import Dataset, Recording
+from protocols.datasets.folder import load_folder_dataset, write_folder_dataset
+from protocols.modality import channel_modalities, modality_of
+from protocols.specs import ArtefactSpec, MaskSpec, Setting
+
+
+def _dataset() -> Dataset:
+    """Four subjects, channels an ECG and a PPG by name and one the manifest calls EDA."""
+    rng = np.random.default_rng(0)
+    recs = []
+    for i in range(4):
+        t = np.arange(300) / 10.0
+        values = np.stack([np.sin(2 * np.pi * (1 + 0.1 * i) * t), np.cos(2 * np.pi * 0.7 * t) + 0.1 * i,
+                           np.cumsum(rng.standard_normal(300)) * (0.05 + 0.05 * i)])
+        labels = (np.arange(300) >= 150).astype(np.int64)
+        recs.append(Recording(f"S{i}", f"S{i}", values, t, labels))
+    return Dataset("bd", ("ecg", "ppg", "skin"), tuple(recs), sampling_rate=10.0, label_names=("rest", "task"),
+                   metadata={"modality": {"skin": "EDA"}})
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("breakdown")
+    folder = base / "bd"
+    write_folder_dataset(_dataset(), folder)
+    out = base / "out"
+    common = dict(datasets=(str(folder),), out=out, progress=False, max_windows_per_subject=3)
+    execute(RunConfig(task="forecasting", models=("last-value", "window-mean"),
+                      settings=(Setting(32, 8), Setting(48, 16)), **common), log=lambda m: None)
+    execute(RunConfig(task="noise", models=("last-value",), settings=(Setting(32, 8),), noise_levels=(0.0, 0.5),
+                      artefact=ArtefactSpec("wander"), **common), log=lambda m: None)
+    execute(RunConfig(task="imputation", models=("locf",), segment_length=48, seeds=(0, 1), missing_rates=(0.5,),
+                      mask=MaskSpec("contiguous", burst_seconds=0.5), **common), log=lambda m: None)
+    execute(RunConfig(task="classification", models=("stat-features", "random"), segment_length=32, seeds=(0,),
+                      budgets=(1.0,), **common), log=lambda m: None)
+    return folder, out, read_records(out / "records.csv")
+
+
+def test_modalities_come_from_names_and_the_manifest(runs):
+    folder, _, _ = runs
+    assert channel_modalities(load_folder_dataset(folder)) == ("ECG", "PPG", "EDA")
+    assert modality_of("skin") == "other"
+
+
+@pytest.mark.parametrize("task", ["forecasting", "noise", "imputation"])
+def test_the_modalities_of_a_row_sum_back_to_its_pooled_sums(runs, task):
+    _, out, frame = runs
+    rows = frame[(frame["task"] == task) & (frame["status"] == "ok")]
+    assert len(rows)
+    for _, r in rows.iterrows():
+        arrays = read_cell_file(out, "channel_errors", r["key"])
+        assert list(arrays["modalities"]) == ["ECG", "PPG", "EDA"]
+        assert arrays["sse"].sum() == pytest.approx(r["sse"], rel=1e-12)
+        assert arrays["sae"].sum() == pytest.approx(r["sae"], rel=1e-12)
+        assert int(arrays["n"].sum()) == int(r["n_points"])
+
+
+@pytest.mark.parametrize("task", ["forecasting", "noise", "imputation"])
+def test_the_all_column_of_the_modality_table_is_the_task_tables_score(runs, task):
+    _, out, frame = runs
+    sums, notes = modality_sums(frame, task, out)
+    assert not notes and set(sums["modality"]) == {"ECG", "PPG", "EDA"}
+    table = by_modality(frame, task, out)
+    assert table.header[-1] == "all"
+    per = pooled(frame, task)
+    for row in table.rows:
+        cond, ds, model = row[:3]
+        expected = per[(per["condition"] == cond) & (per["dataset"] == ds) & (per["model"] == model)]["rmse"].mean()
+        assert float(row[-1]) == pytest.approx(100 * expected, abs=0.006)  # two decimals
+
+
+@pytest.mark.parametrize("task", ["forecasting", "imputation"])
+def test_the_subject_table_names_the_worst_subject_and_pools_as_the_task_table(runs, task):
+    _, out, frame = runs
+    table = by_subject(frame, task, out)
+    rows = frame[(frame["task"] == task) & (frame["status"] == "ok")]
+    per = pooled(frame, task)
+    for row in table.rows:
+        cond, ds, model = row[:3]
+        g = rows[(rows["condition"] == cond) & (rows["model"] == model)]
+        folds = g.assign(r=np.sqrt(g["sse"] / g["n_points"])).groupby("fold")["r"].mean()
+        assert row[-1].endswith(f"({folds.idxmax()})") and row[-2].endswith(f"({folds.idxmin()})")
+        assert int(row[4]) == g["fold"].nunique() == 4
+        expected = per[(per["condition"] == cond) & (per["model"] == model)]["rmse"].mean()
+        assert float(row[3]) == pytest.approx(100 * expected, abs=0.006)
+        # the subjects' sums add up to the table's pooled score, replicate by replicate
+        reps = list(get_task(task).replicates)
+        mine = per[(per["condition"] == cond) & (per["model"] == model)].set_index(reps)["rmse"]
+        for key, rep in g.groupby(reps):
+            assert np.sqrt(rep["sse"].sum() / rep["n_points"].sum()) == pytest.approx(mine.loc[key], rel=1e-12)
+
+
+def test_classification_by_subject_from_the_kept_predictions(runs):
+    from sklearn.metrics import f1_score
+
+    _, out, frame = runs
+    rows = frame[(frame["task"] == "classification") & (frame["status"] == "ok")]
+    for _, r in rows.iterrows():
+        arrays = read_cell_file(out, "predictions", r["key"])
+        assert set(arrays["subject"]) == {"S0", "S1", "S2", "S3"}
+        assert f1_score(arrays["y_true"], arrays["y_pred"], average="macro") == pytest.approx(r["macro_f1"])
+    per, metric, higher = subject_scores(frame, "classification", out)
+    assert metric == "Macro-F1" and higher and len(per) == 8 and per["value"].between(0, 100).all()
+    table = by_subject(frame, "classification", out)
+    assert {row[2] for row in table.rows} == {"stat-features", "random"}
+
+
+def test_the_cli_writes_breakdowns_in_three_formats_with_a_figure(runs, capsys):
+    _, out, _ = runs
+    assert main(["table", "forecasting", "--out", str(out), "--by", "modality"]) == 0
+    assert main(["table", "noise", "--out", str(out), "--by", "subject", "--format", "markdown"]) == 0
+    printed = capsys.readouterr().out
+    assert "| condition | dataset | model |" in printed and "wander=0.5" in printed
+    for stem in ("forecasting_by_modality", "noise_by_subject"):
+        for ext in ("txt", "md", "tex"):
+            assert (out / "tables" / f"{stem}.{ext}").stat().st_size > 0
+        assert (out / "figures" / f"{stem}.png").exists()
+    assert r"\begin{tabular}" in (out / "tables" / "forecasting_by_modality.tex").read_text()
+
+
+def test_a_breakdown_that_does_not_apply_is_one_clear_error(runs, capsys):
+    _, out, _ = runs
+    assert main(["table", "classification", "--out", str(out), "--by", "modality"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: classification has no breakdown by modality")
+
+
+def test_rows_without_per_channel_errors_are_named_not_guessed(runs, tmp_path):
+    _, out, frame = runs
+    rows = frame[frame["task"] == "forecasting"]
+    empty = tmp_path / "elsewhere"  # the records without their sidecar files
+    sums, notes = modality_sums(rows, "forecasting", empty)
+    assert sums.empty and "have no per-channel errors" in notes[0]
+    assert "rerun them with --rerun" in by_modality(rows, "forecasting", empty).notes[0]
