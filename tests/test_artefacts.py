@@ -148,3 +148,35 @@ def test_artefacts_touch_the_context_only_and_level_zero_is_the_clean_forecast(k
     again = Recorder()
     evaluate_noise(again, ds, fold, Setting(48, 24), spec, 0.25, 0)
     np.testing.assert_array_equal(rec.seen[0], again.seen[0])  # seeded
+
+
+def test_a_bad_artefact_level_on_the_command_line_is_one_line_and_exit_2(tmp_path, capsys):
+    from harness.cli import main
+
+    assert main(["run", "noise", "--artefact", "clip", "--levels", "0", "1", "--out", str(tmp_path),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: clip levels are shares of saturated samples")
+
+
+def test_mains_above_nyquist_is_unavailable_with_the_reason_and_other_kinds_get_their_own_tables(tmp_path):
+    from harness.runner import RunConfig, execute
+    from harness.store import read_records
+    from harness.tasks import get_task
+    from protocols.datasets.folder import write_folder_dataset
+
+    folder = tmp_path / "toy"
+    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), folder)  # 10 Hz
+    common = dict(datasets=(str(folder),), models=("last-value",), settings=(Setting(32, 8),), out=tmp_path / "out",
+                  progress=False, max_windows_per_subject=2, noise_levels=(0.0, 0.5))
+    execute(RunConfig(task="noise", artefact=ArtefactSpec("mains"), **common), log=lambda m: None)
+    execute(RunConfig(task="noise", artefact=ArtefactSpec("pops"), **common), log=lambda m: None)
+    execute(RunConfig(task="noise", **common), log=lambda m: None)
+    frame = read_records(tmp_path / "out" / "records.csv")
+    mains = frame[frame["condition"].str.startswith("mains")]
+    assert set(mains["status"]) == {"unavailable"} and mains["error"].str.contains("above 100 Hz").all()
+    stems = [stem for stem, _ in get_task("noise").tables(frame)]
+    assert stems == ["noise_0", "noise_0.5", "noise_mains-50Hz_0", "noise_mains-50Hz_0.5", "noise_pops_0",
+                     "noise_pops_0.5"]
+    paths = get_task("noise").figures(frame, tmp_path / "figures")
+    assert sorted(p.name for p in paths if p.suffix == ".png") == ["noise_robustness.png", "noise_robustness_pops.png"]

@@ -128,3 +128,12 @@ def test_contiguous_masks_keep_the_causal_prefix_rule():
     cheat.subject = fold.test_subject
     with pytest.raises(LeakageError):
         probe_imputation(cheat, ds, fold, spec, 0.5, seed=0)
+
+
+def test_a_bad_mask_option_on_the_command_line_is_one_line_and_exit_2(tmp_path, capsys):
+    from harness.cli import main
+
+    assert main(["run", "imputation", "--mask", "contiguous", "--burst-seconds", "-1", "--out", str(tmp_path),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: burst_seconds must be a positive number of seconds, got -1.0"]
