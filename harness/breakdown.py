@@ -65,6 +65,19 @@ def _current(frame: pd.DataFrame, task: str) -> pd.DataFrame:
     return frame[frame["task"] == task]
 
 
+def _ordered(groups, task) -> list:
+    """(condition, dataset, model) groups in table order: the paper's conditions first, then each named option's,
+    by level; datasets and models as first seen."""
+    from harness.tables import condition_value
+
+    t = _task(task)
+    family = getattr(t, "family", lambda c: "")
+    groups = list(groups)
+    first = {k: i for i, k in enumerate(dict.fromkeys(k[1:] for k, _ in groups))}
+    return sorted(groups, key=lambda kg: (family(kg[0][0]) != "", family(kg[0][0]), condition_value(kg[0][0]),
+                                          kg[0][0], first[kg[0][1:]]))
+
+
 # -- by modality ---------------------------------------------------------------------------------
 def modality_sums(frame: pd.DataFrame, task: str, out: Path) -> tuple[pd.DataFrame, list[str]]:
     """Error sums per (dataset, model, condition, replicate, modality), folds and channels pooled, from the
@@ -106,7 +119,7 @@ def by_modality(frame: pd.DataFrame, task: str, out: Path) -> Breakdown:
     modalities = list(dict.fromkeys(sums["modality"]))
     table = pooled(frame, task)
     rows = []
-    for (cond, ds, model), g in sums.groupby(["condition", "dataset", "model"], sort=False):
+    for (cond, ds, model), g in _ordered(sums.groupby(["condition", "dataset", "model"], sort=False), task):
         cells = []
         for m in modalities:
             v = g.loc[g["modality"] == m, "rmse"].to_numpy()
@@ -168,7 +181,7 @@ def by_subject(frame: pd.DataFrame, task: str, out: Path) -> Breakdown:
     per, metric, higher = subject_scores(frame, task, out)
     pooled_scores = _pooled_scores(frame, task)
     rows, notes = [], []
-    for (cond, ds, model), g in per.groupby(["condition", "dataset", "model"], sort=False):
+    for (cond, ds, model), g in _ordered(per.groupby(["condition", "dataset", "model"], sort=False), task):
         v = g["value"].to_numpy()
         order = np.argsort(v)
         worst = g["subject"].iloc[order[0] if higher else order[-1]]
