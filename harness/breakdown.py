@@ -68,14 +68,12 @@ def _current(frame: pd.DataFrame, task: str) -> pd.DataFrame:
 def _ordered(groups, task) -> list:
     """(condition, dataset, model) groups in table order: the paper's conditions first, then each named option's,
     by level; datasets and models as first seen."""
-    from harness.tables import condition_value
+    from harness.breakdown_figure import condition_order
 
-    t = _task(task)
-    family = getattr(t, "family", lambda c: "")
     groups = list(groups)
+    rank = {c: i for i, c in enumerate(condition_order((k[0] for k, _ in groups), _task(task)))}
     first = {k: i for i, k in enumerate(dict.fromkeys(k[1:] for k, _ in groups))}
-    return sorted(groups, key=lambda kg: (family(kg[0][0]) != "", family(kg[0][0]), condition_value(kg[0][0]),
-                                          kg[0][0], first[kg[0][1:]]))
+    return sorted(groups, key=lambda kg: (rank[kg[0][0]], first[kg[0][1:]]))
 
 
 # -- by modality ---------------------------------------------------------------------------------

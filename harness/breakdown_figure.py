@@ -12,8 +12,15 @@ from harness.figures import pyplot, save_png_pdf
 from harness.tables import SCALE, condition_value
 
 
-def _grid(frame: pd.DataFrame):
-    conditions = sorted(dict.fromkeys(frame["condition"]), key=lambda c: (condition_value(c), c))
+def condition_order(conditions, task) -> list[str]:
+    """Conditions in table order: the paper's first, then each named option's (``task.family``), each by level,
+    so that a figure's rows follow its table and never interleave two families' levels."""
+    family = getattr(task, "family", lambda c: "")
+    return sorted(dict.fromkeys(conditions), key=lambda c: (family(c) != "", family(c), condition_value(c), c))
+
+
+def _grid(frame: pd.DataFrame, task):
+    conditions = condition_order(frame["condition"], task)
     datasets = list(dict.fromkeys(frame["dataset"]))
     plt = pyplot()
     fig, axes = plt.subplots(len(conditions), len(datasets), squeeze=False,
@@ -26,7 +33,7 @@ def modality_figure(sums: pd.DataFrame, task, path: Path) -> list[Path]:
     if sums.empty:
         return []
     sums = sums.assign(rmse=np.sqrt(sums["sse"] / sums["n"].where(sums["n"] > 0)) * SCALE)
-    plt, fig, axes, conditions, datasets = _grid(sums)
+    plt, fig, axes, conditions, datasets = _grid(sums, task)
     models = list(dict.fromkeys(sums["model"]))
     width = 0.8 / len(models)
     for r, cond in enumerate(conditions):
@@ -51,7 +58,7 @@ def subject_figure(per: pd.DataFrame, metric: str, higher: bool, task, path: Pat
     """Each model's subjects as dots over a box (median, quartiles); the worst subject named."""
     if per.empty:
         return []
-    plt, fig, axes, conditions, datasets = _grid(per)
+    plt, fig, axes, conditions, datasets = _grid(per, task)
     models = list(dict.fromkeys(per["model"]))
     unit = {"RMSE": f"RMSE (x{SCALE:g}, normalised)", "MAE": f"rate MAE ({getattr(task, 'unit', '')})",
             "Macro-F1": "Macro-F1 (x100)"}[metric]

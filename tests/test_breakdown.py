@@ -147,3 +147,12 @@ def test_rows_without_per_channel_errors_are_named_not_guessed(runs, tmp_path):
     sums, notes = modality_sums(rows, "forecasting", empty)
     assert sums.empty and "have no per-channel errors" in notes[0]
     assert "rerun them with --rerun" in by_modality(rows, "forecasting", empty).notes[0]
+
+
+def test_figure_rows_follow_the_table_order_and_never_interleave_two_families():
+    from harness.breakdown_figure import condition_order
+
+    noise = get_task("noise")
+    seen = ["beta=0", "clip=0.1", "beta=0.25", "wander=1", "clip=0.5", "wander=0.25", "beta=1"]
+    assert condition_order(seen, noise) == ["beta=0", "beta=0.25", "beta=1", "clip=0.1", "clip=0.5",
+                                            "wander=0.25", "wander=1"]
