@@ -2,9 +2,9 @@
 
 Why: one score per dataset averages ECG with EDA and the best subject with the worst.
 
-- **By modality** (error tasks: forecasting, noise, imputation): each channel's error sums are kept beside its
-  row (``harness.cell_files``, folder ``channel_errors``, with the channel's modality from
-  ``protocols.modality``).  Per replicate (the task's ``replicates``, as its table) a modality's sums are pooled
+- **By modality** (error tasks: forecasting, noise, imputation): each channel's errors are kept beside its row,
+  with the channel's modality from ``protocols.modality`` (forecasting and noise: in the per-window errors,
+  ``harness.window_store``; imputation: ``harness.cell_files``, folder ``channel_errors``; :func:`channel_arrays`).  Per replicate (the task's ``replicates``, as its table) a modality's sums are pooled
   over its channels and the folds, RMSE = sqrt(SSE / N); a cell is the mean over replicates.  The ``all``
   column pools every modality: the task table's number, since the modalities' sums add up to the records'.
 - **By subject** (every task): a LOSO fold is a subject (a block with ``:blocks=K``); its score per replicate is
@@ -77,6 +77,18 @@ def _ordered(groups, task) -> list:
 
 
 # -- by modality ---------------------------------------------------------------------------------
+def channel_arrays(out: Path, key: str) -> dict[str, np.ndarray] | None:
+    """A row's error sums per channel (``sse``, ``sae``, ``n``, ``modalities``): from its per-window errors
+    (forecasting, noise), else from its ``channel_errors`` file (imputation, and forecasting rows written before
+    the window errors kept each channel's); None when it has neither."""
+    from harness.window_store import read_window_errors
+    from protocols.channel_errors import from_window_arrays
+
+    windows = read_window_errors(out, key)
+    sums = from_window_arrays(windows) if windows is not None else None
+    return sums.arrays() if sums is not None else read_cell_file(out, "channel_errors", key)
+
+
 def modality_sums(frame: pd.DataFrame, task: str, out: Path) -> tuple[pd.DataFrame, list[str]]:
     """Error sums per (dataset, model, condition, replicate, modality), folds and channels pooled, from the
     ``channel_errors`` of every ok row; and notes on rows that have none."""
@@ -85,7 +97,7 @@ def modality_sums(frame: pd.DataFrame, task: str, out: Path) -> tuple[pd.DataFra
     rows = rows[rows["status"] == "ok"]
     out_rows, missing = [], 0
     for _, r in rows.iterrows():
-        arrays = read_cell_file(out, "channel_errors", r["key"])
+        arrays = channel_arrays(out, r["key"])
         if arrays is None:
             missing += 1
             continue

@@ -9,7 +9,6 @@ from typing import Callable
 import numpy as np
 
 from protocols import interface
-from protocols.channel_errors import ChannelErrors, channel_errors
 from protocols.data import Dataset
 from protocols.interface import Model, SeriesBatch
 from protocols.metrics import ErrorSums, WindowErrors, error_sums, window_errors
@@ -27,7 +26,6 @@ class ForecastOutcome:
     skipped_missing: int
     short_recordings: int
     windows: WindowErrors | None = None  # per-window statistics (None: nothing was scored)
-    channels: ChannelErrors | None = None  # the errors per channel (breakdowns by modality)
 
 
 def fold_windows(dataset: Dataset, fold: Fold, setting: Setting, spec: ForecastingSpec) -> tuple[WindowArrays, WindowSelection]:
@@ -86,13 +84,12 @@ def evaluate_forecasting(
         per_window = window_errors(prediction, arrays.target, clean_context,
                                    np.array([w.recording for w in selection.windows], dtype=np.int64),
                                    np.array([w.start for w in selection.windows], dtype=np.int64),
-                                   quantiles, interface.QUANTILE_LEVELS)
+                                   quantiles, interface.QUANTILE_LEVELS, tuple(dataset.channels),
+                                   channel_modalities(dataset))
     return ForecastOutcome(
         errors=errors,
         n_windows=int(arrays.context.shape[0]),
         skipped_missing=selection.skipped_missing,
         short_recordings=selection.short_recordings,
-        windows=per_window,
-        channels=channel_errors(prediction, arrays.target, dataset.channels, channel_modalities(dataset))
-        if per_window is not None else None,
+        windows=per_window,  # with each channel's errors and modality (breakdowns by modality)
     )

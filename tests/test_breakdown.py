@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.breakdown import by_modality, by_subject, modality_sums, subject_scores
+from harness.breakdown import by_modality, by_subject, channel_arrays, modality_sums, subject_scores
 from harness.cell_files import read_cell_file
 from harness.cli import main
 from harness.runner import RunConfig, execute
@@ -63,7 +63,9 @@ def test_the_modalities_of_a_row_sum_back_to_its_pooled_sums(runs, task):
     rows = frame[(frame["task"] == task) & (frame["status"] == "ok")]
     assert len(rows)
     for _, r in rows.iterrows():
-        arrays = read_cell_file(out, "channel_errors", r["key"])
+        arrays = channel_arrays(out, r["key"])
+        # one record of each channel's errors: forecasting and noise keep it in their per-window errors only
+        assert (read_cell_file(out, "channel_errors", r["key"]) is None) == (task != "imputation")
         assert list(arrays["modalities"]) == ["ECG", "PPG", "EDA"]
         assert arrays["sse"].sum() == pytest.approx(r["sse"], rel=1e-12)
         assert arrays["sae"].sum() == pytest.approx(r["sae"], rel=1e-12)
@@ -156,3 +158,40 @@ def test_figure_rows_follow_the_table_order_and_never_interleave_two_families():
     seen = ["beta=0", "clip=0.1", "beta=0.25", "wander=1", "clip=0.5", "wander=0.25", "beta=1"]
     assert condition_order(seen, noise) == ["beta=0", "beta=0.25", "beta=1", "clip=0.1", "clip=0.5",
                                             "wander=0.25", "wander=1"]
+
+
+def test_files_kept_beside_rows_get_the_records_mode(tmp_path):
+    import os
+    import stat
+
+    folder = tmp_path / "bd"
+    write_folder_dataset(_dataset(), folder)
+    previous = os.umask(0o022)
+    try:
+        execute(RunConfig(task="imputation", models=("locf",), segment_length=48, seeds=(0,), missing_rates=(0.5,),
+                          datasets=(str(folder),), out=tmp_path / "out", progress=False, max_windows_per_subject=1),
+                log=lambda m: None)
+    finally:
+        os.umask(previous)
+    kept = [*(tmp_path / "out" / "channel_errors").glob("*.npz"), *(tmp_path / "out" / "masks").glob("*.npz")]
+    assert kept
+    assert {stat.S_IMODE(p.stat().st_mode) for p in [tmp_path / "out" / "records.csv", *kept]} == {0o644}
+
+
+def test_rows_written_before_window_errors_kept_channels_break_down_from_their_channel_files(runs, tmp_path):
+    import shutil
+
+    from harness.cell_files import write_cell_files
+    from harness.window_store import read_window_errors, write_window_errors
+    from protocols.channel_errors import from_window_arrays
+
+    _, out, frame = runs
+    old = tmp_path / "old"
+    shutil.copytree(out / "window_errors", old / "window_errors")
+    key = frame[(frame["task"] == "forecasting") & (frame["status"] == "ok")]["key"].iloc[0]
+    windows = read_window_errors(old, key)
+    expected = from_window_arrays(windows).arrays()
+    write_cell_files(old, key, {"channel_errors": expected})  # what the first #31 code wrote
+    write_window_errors(old, key, {k: v for k, v in windows.items() if k not in ("channel_sse", "modalities")})
+    got = channel_arrays(old, key)
+    assert set(got) == set(expected) and all(np.array_equal(got[k], expected[k]) for k in expected)
