@@ -76,6 +76,22 @@ def _ordered(groups, task) -> list:
     return sorted(groups, key=lambda kg: (rank[kg[0][0]], first[kg[0][1:]]))
 
 
+def code_notes(frame: pd.DataFrame, task: str) -> list[str]:
+    """What the task's tables mark (``harness.configurations.code_problem``): a model whose rows on a dataset
+    come from several versions of the code, or from code or default weights changed since, is named, so a
+    breakdown never passes such rows off as one result."""
+    from harness.configurations import code_problem
+
+    rows = _current(frame, task)
+    rows = rows[rows["status"] == "ok"]
+    notes = []
+    for (ds, model), g in rows.groupby(["dataset", "model"], sort=False):
+        problem = code_problem(g, task)
+        if problem:
+            notes.append(f"{model} on {ds}: {problem}")
+    return notes
+
+
 # -- by modality ---------------------------------------------------------------------------------
 def channel_arrays(out: Path, key: str) -> dict[str, np.ndarray] | None:
     """A row's error sums per channel (``sse``, ``sae``, ``n``, ``modalities``): from its per-window errors
@@ -144,7 +160,8 @@ def by_modality(frame: pd.DataFrame, task: str, out: Path) -> Breakdown:
     caption = (f"{t.title or task} by signal modality: RMSE in normalised space, x100, each modality's channels and "
                f"the folds pooled, mean over {t.replicate_words}; 'all' pools every "
                "modality (the task table's RMSE).")
-    return Breakdown(caption, ("condition", "dataset", "model", *modalities, "all"), tuple(rows), tuple(notes))
+    return Breakdown(caption, ("condition", "dataset", "model", *modalities, "all"), tuple(rows),
+                     tuple(notes + code_notes(frame, task)))
 
 
 # -- by subject ----------------------------------------------------------------------------------
@@ -209,7 +226,7 @@ def by_subject(frame: pd.DataFrame, task: str, out: Path) -> Breakdown:
                "(LOSO test folds') own scores, averaged over replicates: median, interquartile range, best and worst "
                "(named).")
     return Breakdown(caption, ("condition", "dataset", "model", "pooled", "subjects", "median", "IQR", "best", "worst"),
-                     tuple(rows), tuple(notes))
+                     tuple(rows), tuple(notes + code_notes(frame, task)))
 
 
 def _pooled_scores(frame: pd.DataFrame, task: str) -> dict[tuple[str, str, str], float]:

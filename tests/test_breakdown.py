@@ -195,3 +195,18 @@ def test_rows_written_before_window_errors_kept_channels_break_down_from_their_c
     write_window_errors(old, key, {k: v for k, v in windows.items() if k not in ("channel_sse", "modalities")})
     got = channel_arrays(old, key)
     assert set(got) == set(expected) and all(np.array_equal(got[k], expected[k]) for k in expected)
+
+
+@pytest.mark.parametrize("by", [by_modality, by_subject])
+def test_a_breakdown_names_rows_of_mixed_code_as_the_task_tables_do(runs, by):
+    import json
+
+    _, out, frame = runs
+    rows = frame[frame["task"] == "forecasting"].copy()
+    mine = rows.index[rows["model"] == "last-value"]
+    info = json.loads(rows.loc[mine[0], "model_info"])
+    info["identity"] = {**info["identity"], "code": "another-version"}
+    rows.loc[mine[0], "model_info"] = json.dumps(info)  # one row computed by other code than the rest
+    assert not any("mixed" in n for n in by(frame, "forecasting", out).notes)
+    notes = by(rows, "forecasting", out).notes
+    assert any(n.startswith("last-value on ") and "mixed: its rows were computed by 2 versions" in n for n in notes)
