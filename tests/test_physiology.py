@@ -162,3 +162,20 @@ def test_the_physiology_task_runs_end_to_end_with_tables_figure_and_rates(tmp_pa
     assert (out / "figures" / "physiology_rate_error.png").exists()
     assert main(["table", "physiology", "--out", str(out), "--by", "subject"]) == 0
     assert "P2" in (out / "tables" / "physiology_by_subject.txt").read_text()
+
+
+def test_figure_bars_of_a_source_are_centred_on_its_tick_without_gaps_for_absent_models():
+    import pandas as pd
+
+    from harness.physiology_figure import bar_positions
+
+    here = pd.DataFrame({"model": ["soter", "locf", "seasonal-naive", "last-value"],
+                         "source": ["missing=25%", "missing=25%", "forecast", "forecast"]})
+    models = ["last-value", "seasonal-naive", "locf", "soter"]
+    pos = bar_positions(here, models, ["missing=25%", "forecast"])
+    assert set(pos) == {("locf", "missing=25%"), ("soter", "missing=25%"), ("last-value", "forecast"),
+                        ("seasonal-naive", "forecast")}
+    for k, source in enumerate(["missing=25%", "forecast"]):
+        xs = [x for (m, s), (x, w) in pos.items() if s == source]
+        widths = {w for (m, s), (x, w) in pos.items() if s == source}
+        assert widths == {0.4} and np.mean(xs) == pytest.approx(k)  # two bars share the group, centred on the tick
