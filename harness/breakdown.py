@@ -184,6 +184,18 @@ def subject_scores(frame: pd.DataFrame, task: str, out: Path) -> tuple[pd.DataFr
     return per.rename(columns={"fold": "subject"}), metric.upper(), False
 
 
+def unscored_notes(frame: pd.DataFrame, task: str, per: pd.DataFrame) -> list[str]:
+    """The (condition, dataset, model)s with ok rows but no subject scored (physiology: no predicted rate on any
+    subject, e.g. a flat forecast), named so that leaving them out of the table is never silent."""
+    rows = _current(frame, task)
+    rows = rows[rows["status"] == "ok"]
+    scored = set(zip(per["condition"], per["dataset"], per["model"]))
+    missing = [k for k in dict.fromkeys(zip(rows["condition"], rows["dataset"], rows["model"])) if k not in scored]
+    why = ("no pair with a rate in both truth and prediction on any subject (the task table's 'no rate')"
+           if task == "physiology" else "no subject scored")
+    return [f"{model} on {ds}, {cond}: {why}; not in this table" for cond, ds, model in missing]
+
+
 def _classification_subjects(rows: pd.DataFrame, out: Path) -> pd.DataFrame:
     from sklearn.metrics import f1_score
 
@@ -217,6 +229,7 @@ def by_subject(frame: pd.DataFrame, task: str, out: Path) -> Breakdown:
         rows.append((cond, ds, model, _fmt(pooled_scores.get((cond, ds, model), np.nan)), str(len(v)), _fmt(med),
                      f"{_fmt(q25)}-{_fmt(q75)}", f"{_fmt(float(g['value'].iloc[order[-1] if higher else order[0]]))} ({best})",
                      f"{_fmt(float(g['value'].iloc[order[0] if higher else order[-1]]))} ({worst})"))
+    notes += unscored_notes(frame, task, per)
     if per.empty:
         notes.append(f"no {task} row with a per-subject score"
                      + (" (classification keeps its per-segment predictions since this version: rerun with --rerun)"

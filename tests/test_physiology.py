@@ -179,3 +179,19 @@ def test_figure_bars_of_a_source_are_centred_on_its_tick_without_gaps_for_absent
         xs = [x for (m, s), (x, w) in pos.items() if s == source]
         widths = {w for (m, s), (x, w) in pos.items() if s == source}
         assert widths == {0.4} and np.mean(xs) == pytest.approx(k)  # two bars share the group, centred on the tick
+
+
+def test_a_model_without_any_rate_is_named_in_the_subject_breakdown_not_silently_left_out(tmp_path):
+    import pandas as pd
+
+    from harness.breakdown import by_subject
+
+    base = dict(task="physiology", dataset="d", setting="30s/20s", seed=0, status="ok", sse=0.0, model_info="",
+                rmse=np.nan, mae=np.nan, error="", details=json.dumps({"unit": "bpm", "pairs": 2, "truth_failed": 0}))
+    rows = [{**base, "condition": "hr-ecg", "model": "seasonal-naive", "fold": f, "sae": 1.0, "n_points": 2,
+             "key": f"s{f}"} for f in ("P1", "P2")]
+    rows += [{**base, "condition": "hr-ecg", "model": "last-value", "fold": f, "sae": 0.0, "n_points": 0,
+              "key": f"l{f}"} for f in ("P1", "P2")]  # a flat forecast: no predicted rate, nothing scored
+    table = by_subject(pd.DataFrame(rows), "physiology", tmp_path)
+    assert [r[2] for r in table.rows] == ["seasonal-naive"]
+    assert any(n.startswith("last-value on d, hr-ecg: no pair with a rate") for n in table.notes)
