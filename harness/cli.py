@@ -9,6 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
+from harness import stress_cli
 from harness.executor import EXECUTORS
 from harness.task_registry import all_tasks
 from harness.runner import (
@@ -57,10 +58,12 @@ def _parser() -> argparse.ArgumentParser:
                      help="forecasting and noise: context/horizon settings in samples (the paper's \"windows\"; "
                           "--windows is accepted too) (default: 48/24 72/36 96/48 128/64 for forecasting, "
                           "96/48 for noise)")
-    run.add_argument("--levels", nargs="+", type=float, default=list(NOISE_LEVELS), metavar="BETA",
-                     help="noise: levels beta (default: %(default)s)")
-    run.add_argument("--rates", nargs="+", type=float, default=[100 * r for r in MISSING_RATES], metavar="PCT",
-                     help="imputation: missing rates in percent (default: %(default)s)")
+    run.add_argument("--levels", nargs="+", type=float, default=None, metavar="BETA",
+                     help=f"noise: levels beta (default: {' '.join(f'{b:g}' for b in NOISE_LEVELS)}; with --artefact, "
+                          "its severity scale, docs/protocols.md)")
+    run.add_argument("--rates", nargs="+", type=float, default=None, metavar="PCT",
+                     help=f"imputation: missing rates in percent (default: {' '.join(f'{100 * r:g}' for r in MISSING_RATES)}"
+                          "; physiology: 25)")
     run.add_argument("--budgets", nargs="+", type=float, default=[100 * b for b in LABEL_BUDGETS], metavar="PCT",
                      help="classification: label budgets in percent (default: %(default)s)")
     run.add_argument("--seeds", nargs="+", type=int, default=None,
@@ -90,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
                           "(repeatable; VALUE is a Python literal or a string; options are part of the record key)")
     run.add_argument("--rerun", action="store_true", help="recompute rows that are already finished")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    stress_cli.add_run_arguments(run)
 
     lst = sub.add_parser("list", help="list datasets, models and tasks")
     lst.add_argument("what", nargs="?", choices=("datasets", "models", "tasks", "all"), default="all")
@@ -100,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     from harness.external import cli as external_cli
 
     external_cli.add_parsers(sub)  # windows export, score: forecasts made outside the harness (docs/external.md)
+    stress_cli.add_parsers(sub)
 
     ex = sub.add_parser("examples", help="plot one forecasting window with every model's forecast (PNG, PDF, CSV)")
     ex.add_argument("--dataset", default=None, metavar="NAME|PATH", help="default: the embedded cohort")
@@ -134,6 +139,7 @@ def _parser() -> argparse.ArgumentParser:
                             "intervals, critical-difference diagram (written under OUT/statistics)")
     table.add_argument("--reference", default=None, metavar="MODEL",
                        help="with --stats: test every model against MODEL instead of each cell's best")
+    stress_cli.add_table_arguments(table)
     return p
 
 
@@ -175,6 +181,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             return external_cli.run(args)
         if args.command == "examples":
             return _examples(args)
+        if args.command == "artefacts":
+            return stress_cli.run_artefacts(args)
         if args.command == "report":
             from harness.report import write_report
 
@@ -259,11 +267,12 @@ def _run(args: argparse.Namespace) -> int:
         settings=tuple(Setting.parse(s) for s in args.settings) if args.settings else None,
         out=args.out, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address, seeds=tuple(args.seeds) if args.seeds else None,
         max_windows_per_subject=args.max_windows_per_subject, segment_length=args.segment_length,
-        noise_levels=tuple(args.levels),
-        missing_rates=percentages("--rates", "missing rates", args.rates),
+        noise_levels=tuple(args.levels) if args.levels else None,
+        missing_rates=percentages("--rates", "missing rates", args.rates) if args.rates else None,
         budgets=percentages("--budgets", "label budgets", args.budgets),
         rerun=args.rerun, weights=_parse_weights(args.weights), trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
         data_root=args.data_root, device=args.device, model_options=tuple(parse_model_option(o) for o in args.model_option),
+        **stress_cli.run_options(args),
     )
     _output_folder(config.out, "--out", create=False)
     _check_writable(Path(config.out), "--out")
@@ -338,6 +347,9 @@ def _table(args: argparse.Namespace) -> int:
     if not os.access(out, os.W_OK) or _read_only(out):
         raise SpecError(f"{out} is read-only: `table` writes its tables there; for archived results use "
                         f"`python -m harness report --results {out} --out ANOTHER_FOLDER`")
+    if args.by:
+        stress_cli.publish_breakdown(frame, args.task, out, args.by, args.format)
+        return 0
     _publish(frame, args.task, out, None, None, args.format)
     if args.stats:
         _print_statistics(frame, args.task, out, args.reference)

@@ -85,14 +85,15 @@ def table_curves(points: list[tuple[float, Table, Column]]) -> tuple[Curve, ...]
     return tuple(out)
 
 
-def error_panels(frame: pd.DataFrame, task: str, metrics: tuple[str, ...]) -> list[list[Panel]]:
+def error_panels(frame: pd.DataFrame, task: str, metrics: tuple[str, ...],
+                 xlabel: str | None = None) -> list[list[Panel]]:
     """Imputation and noise: a row per metric, a column per dataset; each point is the cell of the
-    condition's table (the same numbers as ``tables/<task>_<condition>``)."""
+    condition's table (the same numbers as ``tables/<task>_<condition>``). ``xlabel``: the task's by default."""
     tables = [(condition_value(c), t) for c, t in condition_tables(frame, task)]
     datasets = list(dict.fromkeys(c.group for _, t in tables for c in t.columns))
     from harness.task_registry import get_task
 
-    xlabel, ticks = get_task(task).x_label, get_task(task).x_ticks
+    xlabel, ticks = xlabel or get_task(task).x_label, get_task(task).x_ticks
     grid = [[Panel(ds, xlabel, f"{metric} ({UNIT}, normalised)",
                    table_curves([(x, t, Column(ds, metric)) for x, t in tables]), ticks)
              for ds in datasets] for metric in metrics]

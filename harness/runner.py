@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness.cell_files import CELL_FILES, write_cell_files
 from harness.cells import WINDOW_ERRORS, Cell, run_cell
 from harness.executor import EXECUTORS, make_executor
 from harness.progress import Progress
@@ -21,7 +22,7 @@ from harness.threads import single_thread_unless_set
 from harness.usage import check_models
 from protocols.data import dataset_fingerprint
 from protocols.datasets import all_datasets, is_path_like, load_dataset, resolve_data_root
-from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, Setting, SpecError
+from protocols.specs import LABEL_BUDGETS, ArtefactSpec, MaskSpec, PhysiologySpec, Setting, SpecError
 
 DEFAULT_OUT = Path("results/runs/default")
 RECORDS_FILE = "records.csv"
@@ -46,8 +47,8 @@ class RunConfig:
     seeds: tuple[int, ...] | None = None  # forecasting/noise: (0,); imputation/classification: (0, 1, 2)
     max_windows_per_subject: int | None = None
     segment_length: int | None = None  # imputation and classification segments (samples)
-    noise_levels: tuple[float, ...] = NOISE_LEVELS
-    missing_rates: tuple[float, ...] = MISSING_RATES
+    noise_levels: tuple[float, ...] | None = None  # None: the artefact's levels (Gaussian: the paper's betas)
+    missing_rates: tuple[float, ...] | None = None  # None: the task's (imputation: 25/50/75 %)
     budgets: tuple[float, ...] = LABEL_BUDGETS
     rerun: bool = False  # recompute rows that are already finished
     weights: tuple[tuple[str, str], ...] = ()  # (model, directory)
@@ -56,6 +57,10 @@ class RunConfig:
     device: str = "auto"  # --device: auto (CUDA when available) | cpu | cuda | cuda:N
     progress: bool = True
     data_root: Path | None = None  # --data-root; else $SOTER_BENCH_DATA
+    # stress tests (issue #31; docs/protocols.md): the defaults are the paper's protocols
+    mask: MaskSpec = MaskSpec()  # imputation and physiology: --mask, --mask-channels, --burst-seconds, ...
+    artefact: ArtefactSpec = ArtefactSpec()  # noise: --artefact, --mains-hz
+    physiology: PhysiologySpec = PhysiologySpec()  # physiology: --physio-context, --physio-horizon, ...
 
     def __post_init__(self) -> None:
         get_task(self.task)  # unknown task: an error listing the known ones
@@ -423,7 +428,8 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
     try:
         for cell, result in executor.run(run_cell, not_done_elsewhere(), lost_cell_row):
             fields = fields_of[cell]
-            _keep_window_errors(config.out, str(fields["key"]), result.pop(WINDOW_ERRORS, None))  # before its row
+            _keep_arrays(config.out, str(fields["key"]), result.pop(WINDOW_ERRORS, None),  # before its row
+                         result.pop(CELL_FILES, None))
             result["model_info"] = with_identity(result.get("model_info"), summary.identities[cell.model])
             store.write({**fields, **result, "code_version": version,
                          "finished_at": _now()})
@@ -439,14 +445,16 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
     return summary
 
 
-def _keep_window_errors(out: Path, key: str, arrays) -> None:
-    """Write a cell's per-window errors before its row; a full disk or a read-only folder stops the run
-    with one line (every finished row is kept, and the same command resumes)."""
+def _keep_arrays(out: Path, key: str, windows, files) -> None:
+    """Write a cell's per-window errors and its other arrays (``harness.cell_files``) before its row; a full
+    disk or a read-only folder stops the run with one line (every finished row is kept, and the same command
+    resumes)."""
     try:
-        write_window_errors(out, key, arrays)
+        write_window_errors(out, key, windows)
+        write_cell_files(out, key, files)
     except OSError as exc:
-        raise RecordStoreError(f"{exc.filename or Path(out) / 'window_errors'}: could not write a cell's per-window "
-                               f"errors ({exc.strerror or exc}); every finished row is kept: free space and rerun "
+        raise RecordStoreError(f"{exc.filename or Path(out) / 'window_errors'}: could not write a cell's arrays "
+                               f"({exc.strerror or exc}); every finished row is kept: free space and rerun "
                                "the same command to resume") from None
 
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from harness.tasks.base import ErrorTask
 from harness.tasks.forecasting import sampling, setting_capable
+from protocols.artefacts import ArtefactUnavailable
 from protocols.noise import evaluate_noise
 from protocols.specs import NoiseSpec, Setting
 from protocols.splits import get_fold
+
+SEVERITY = {"clip": "clip severity (share of context samples saturated)"}
 
 
 class Noise(ErrorTask):
@@ -24,18 +27,30 @@ class Noise(ErrorTask):
     x_label = "noise level beta"
 
     def spec(self, config, seed):
-        return NoiseSpec(levels=config.noise_levels, settings=config.settings or NoiseSpec.settings,
-                         sampling=sampling(config, seed))
+        return NoiseSpec(levels=config.noise_levels or config.artefact.default_levels,
+                         settings=config.settings or NoiseSpec.settings, sampling=sampling(config, seed),
+                         artefact=config.artefact)
 
     def points(self, spec):
-        return [(s.name, f"beta={b:g}", b) for s in spec.settings for b in spec.levels]
+        return [(s.name, spec.artefact.condition(b), b) for s in spec.settings for b in spec.levels]
+
+    def family(self, condition):
+        """The artefact of a condition: "" for the paper's Gaussian noise (``beta=0.1``), else e.g. ``wander``."""
+        name = condition.partition("=")[0]
+        return "" if name == "beta" else name
+
+    def family_label(self, family):
+        return SEVERITY.get(family, f"{family} severity (RMS where present / sigma)")
 
     def capable(self, model, cell):
         return setting_capable(model, cell)
 
     def evaluate(self, cell, dataset, model):
         fold = get_fold(dataset, cell.fold)
-        out = evaluate_noise(model, dataset, fold, Setting.parse(cell.setting), cell.spec, cell.level, cell.seed)
+        try:
+            out = evaluate_noise(model, dataset, fold, Setting.parse(cell.setting), cell.spec, cell.level, cell.seed)
+        except ArtefactUnavailable as exc:  # mains above this dataset's Nyquist frequency
+            return {"status": "unavailable", "error": str(exc)}
         return self.error_row(cell, out)
 
 

@@ -62,6 +62,7 @@ def resolve_data_root(root: str | Path | None) -> Path | None:
 
 
 BLOCKS_SUFFIX = ":blocks="
+CHANNELS_SUFFIX = ":channels="
 
 
 def load_dataset(name: str, data_root: str | Path | None = None, **options: Any) -> Dataset:
@@ -70,6 +71,8 @@ def load_dataset(name: str, data_root: str | Path | None = None, **options: Any)
     Downloaded datasets live under ``data_root`` (``--data-root``), one folder per dataset.
     ``NAME:blocks=K`` cuts every recording into K contiguous blocks that act as subjects
     (``protocols.splits.split_into_blocks``): leave-one-block-out for a dataset of one subject.
+    ``NAME:channels=A+B`` passes ``channels=("A", "B")`` to a registered loader (e.g. bidmc's RESP, PLETH
+    and II from ``heartrate``); the dataset keeps that name, so records and tables say which channels.
     """
     _ensure_registered()
     base, sep, k = name.rpartition(BLOCKS_SUFFIX)
@@ -79,6 +82,9 @@ def load_dataset(name: str, data_root: str | Path | None = None, **options: Any)
         if not k.isdigit():
             raise DatasetError(f"{name!r}: the number of blocks after {BLOCKS_SUFFIX!r} must be an integer")
         return split_into_blocks(load_dataset(base, data_root, **options), int(k))
+    base, sep, names = name.rpartition(CHANNELS_SUFFIX)
+    if sep:
+        return _with_channels(name, base, tuple(n for n in names.split("+") if n), data_root, options)
     if name in _REGISTRY:
         spec = _REGISTRY[name]
         module, _, attr = spec.loader.partition(":")
@@ -106,3 +112,20 @@ def load_dataset(name: str, data_root: str | Path | None = None, **options: Any)
         f"unknown dataset {name!r}{did_you_mean(name, _REGISTRY)}; known datasets: {', '.join(sorted(_REGISTRY))} "
         "(or give the path of a dataset folder, see docs/datasets.md)"
     )
+
+
+def _with_channels(name: str, base: str, channels: tuple[str, ...], data_root, options: dict[str, Any]) -> Dataset:
+    """``base`` loaded with ``channels=...``, named ``name`` (the channels are part of what was evaluated)."""
+    import dataclasses
+    import inspect
+
+    if not channels:
+        raise DatasetError(f"{name!r}: name the channels after {CHANNELS_SUFFIX!r}, joined by '+'")
+    if base not in _REGISTRY:
+        raise DatasetError(f"{name!r}: {CHANNELS_SUFFIX!r} applies to registered datasets; known: "
+                           f"{', '.join(sorted(_REGISTRY))} (a folder dataset lists its channels in its manifest)")
+    module, _, attr = _REGISTRY[base].loader.partition(":")
+    if "channels" not in inspect.signature(getattr(importlib.import_module(module), attr)).parameters:
+        raise DatasetError(f"{name!r}: dataset {base!r} takes no channels option")
+    dataset = load_dataset(base, data_root, **{**options, "channels": channels})
+    return dataclasses.replace(dataset, name=name)

@@ -17,11 +17,12 @@ import numpy as np
 import pandas as pd
 
 from protocols.data import FLOAT32_MAX, Dataset, DatasetError, Recording, beyond_float32
+from protocols.modality import check_modality_map
 from protocols.words import did_you_mean
 
 MANIFESTS = ("dataset.toml", "dataset.json")
 TOP_FIELDS = {"name", "channels", "sampling_rate", "labels", "allow_missing", "description", "recordings",
-              "source_database"}
+              "source_database", "modality"}
 RECORDING_FIELDS = {"file", "subject", "name"}
 RESERVED_COLUMNS = ("time", "label")
 NUMERIC_NA = ["", "nan", "NaN", "NA"]  # spellings of an empty numeric cell
@@ -93,6 +94,8 @@ def _check_manifest(manifest: Path, data: dict[str, Any]) -> None:
         raise DatasetError(f"{manifest}: 'allow_missing' must be true or false")
     if not isinstance(data.get("description", ""), str):
         raise DatasetError(f"{manifest}: 'description' must be a string")
+    if "modality" in data:  # what a channel is, where its name does not say (breakdowns, physiology)
+        check_modality_map(data["modality"], tuple(channels), str(manifest))
     recs = data["recordings"]
     if not isinstance(recs, list) or not recs:
         raise DatasetError(f"{manifest}: 'recordings' must list at least one recording ([[recordings]] entries)")
@@ -268,7 +271,9 @@ def load_folder_dataset(path: Path, **options: Any) -> Dataset:
         return Dataset(name=data["name"], channels=channels, recordings=recordings,
                        sampling_rate=rate, label_names=labels,
                        description=data.get("description", f"user dataset from {path}"),
-                       metadata={"path": str(path), **_declared(data)})
+                       metadata={"path": str(path), **_declared(data),
+                                 **({"modality": check_modality_map(data["modality"], channels, str(manifest))}
+                                    if "modality" in data else {})})
     except DatasetError as exc:
         raise DatasetError(f"{manifest}: {exc}") from exc
 
@@ -309,6 +314,8 @@ def write_folder_dataset(dataset: Dataset, path: Path, format: str = "csv") -> P
     manifest["allow_missing"] = bool(any(np.isnan(r.values).any() for r in dataset.recordings))
     if dataset.description:
         manifest["description"] = dataset.description
+    if dataset.metadata.get("modality"):
+        manifest["modality"] = dict(dataset.metadata["modality"])
     manifest["recordings"] = entries
     (path / "dataset.toml").unlink(missing_ok=True)
     (path / "dataset.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
