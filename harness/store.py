@@ -261,11 +261,32 @@ def read_records(path: Path) -> pd.DataFrame:
     A cell (the key fields) may have rows under several keys: the same model run with other weights
     or options (``--weights``, ``--model-option``). Tables must not pool those, so only the row
     written last is kept (``finished_at``, then file order); the others stay in the file.
+
+    Rows made with random weights (``model_info`` says ``random_weights``: ``--random-weights``, speed and
+    shape only) are left out before that, so they never reach a table, the leaderboard or the paper
+    comparison: :func:`random_weight_rows` lists them.
     """
+    frame = _all_rows(path)
+    return latest_per_cell(frame[~_random(frame)])
+
+
+def random_weight_rows(path: Path) -> pd.DataFrame:
+    """The rows :func:`read_records` leaves out because they were made with random weights (latest per cell)."""
+    frame = _all_rows(path)
+    return latest_per_cell(frame[_random(frame)])
+
+
+def _all_rows(path: Path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise RecordStoreError(f"no records file at {path}; run `python -m harness run ...` first")
-    return latest_per_cell(RecordStore(path).frame())
+    return RecordStore(path).frame()
+
+
+def _random(frame: pd.DataFrame) -> pd.Series:
+    from models.random_weights import is_random_info
+
+    return frame["model_info"].map(is_random_info).astype(bool)
 
 
 def latest_per_cell(frame: pd.DataFrame) -> pd.DataFrame:
