@@ -221,41 +221,52 @@ def random_checkpoint(model: str, root: Path | None = None, log=None) -> Path:
     :meth:`Published.key`) under ``root`` (default ``$SOTER_BENCH_CACHE/random-weights``)."""
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     root = Path(root) if root is not None else cache_dir() / "random-weights"
-    if model == "soter":
+    if model in ("soter", "soter-autoregressive"):  # one checkpoint, two rollouts
         return _soter(root)
     spec = published(model)
     folder = root / f"{model}-{spec.key()}"
     if random_weights_marker(folder) is not None:
         return folder
-    code = None
-    if spec.code is not None:
-        code = find_checkout(spec.code, None, None)
-    python = sys.executable if spec.env is None else str(ensure_env(ENVS[spec.env]))
+    code = find_checkout(spec.code, None, None) if spec.code is not None else None
+    if spec.family == "lag_llama":
+        from baselines.isolated import lag_llama_code
+
+        code = lag_llama_code(None)
     log(f"[{model}] building its published architecture with random weights in {folder} (once)")
     staging = Path(tempfile.mkdtemp(prefix=f".{model}-", dir=_mkdir(root)))
     try:
-        request = {"family": spec.family, "out": str(staging), "config": spec.config, "seed": 0, "model": model,
-                   "source": spec.source, "top_k": spec.top_k}
-        if spec.family == "remote_code":
-            request["code"] = {"files": [str(code / f) for f in spec.code_files], "config": spec.code_classes[0],
-                               "model": spec.code_classes[1]}
-        elif spec.family == "lag_llama":
-            from baselines.isolated import lag_llama_code
-
-            request["code"] = {"folder": str(lag_llama_code(None))}
-        (staging / "build.json").write_text(json.dumps(request, default=str))
-        done = subprocess.run([python, str(BUILDER), str(staging / "build.json")], capture_output=True, text=True,
-                              env=_builder_env(spec.env), cwd=staging)
-        if done.returncode != 0:
-            raise ModelUnavailableError(f"{model}: building its published architecture failed:\n"
-                                        f"{_tail(done.stderr or done.stdout)}")
-        (staging / "build.json").unlink()
+        build_folder(spec.family, staging, spec.config, env=spec.env, code=code, code_files=spec.code_files,
+                     code_classes=spec.code_classes, top_k=spec.top_k, model=model, source=spec.source)
         if folder.exists():
             shutil.rmtree(folder)
         staging.rename(folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+def build_folder(family: str, out: Path, config: dict[str, Any], env: str | None = None, code: Path | None = None,
+                 code_files: tuple[str, ...] = (), code_classes: tuple[str, str] = ("", ""), top_k: int | None = None,
+                 model: str | None = None, source: str | None = None, seed: int = 0) -> dict[str, Any]:
+    """Build ``family`` with ``config`` and random weights into ``out`` by ``build_random.py`` under ``env``'s
+    Python (created first if needed; None: this Python); returns the marker it wrote. Any configuration:
+    the published ones (:func:`random_checkpoint`) and the tests' tiny ones."""
+    python = sys.executable if env is None else str(ensure_env(ENVS[env]))
+    request: dict[str, Any] = {"family": family, "out": str(out), "config": config, "seed": seed, "model": model,
+                               "source": source, "top_k": top_k}
+    if family == "remote_code":
+        request["code"] = {"files": [str(Path(code) / f) for f in code_files], "config": code_classes[0],
+                           "model": code_classes[1]}
+    elif family == "lag_llama":
+        request["code"] = {"folder": str(code)}
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "build.json").write_text(json.dumps(request, default=str))
+        done = subprocess.run([python, str(BUILDER), str(Path(tmp) / "build.json")], capture_output=True, text=True,
+                              env=_builder_env(env), cwd=tmp)
+    if done.returncode != 0:
+        raise ModelUnavailableError(f"{model or family}: building it with random weights failed:\n"
+                                    f"{_tail(done.stderr or done.stdout)}")
+    return json.loads((Path(out) / RANDOM_WEIGHTS_FILE).read_text())
 
 
 def _soter(root: Path) -> Path:
