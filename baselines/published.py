@@ -136,12 +136,13 @@ PUBLISHED: dict[str, Published] = {p.model: p for p in (
               "flan-t5-large's T5 configuration (d_model 1024, 24 layers, 16 heads, d_ff 2816, gated-gelu), written out "
               "because the hub is not reachable", env="moment"),
     Published("moirai-moe-base", "moirai_moe",
-              {"d_model": 768, "d_ff": 1024, "num_layers": 12, "patch_sizes": [8, 16, 32, 64, 128], "max_seq_len": 512,
+              {"d_model": 768, "d_ff": 1024, "num_layers": 12, "patch_sizes": [16], "max_seq_len": 512,
                "attn_dropout_p": 0.0, "dropout_p": 0.0},
               "uni2ts' MoiraiMoEModule (its encoder fixes 32 gated-linear-unit experts, top-2) with Moirai-base's width "
-              "and depth (d_model 768, 12 layers); expert width 1024 is the one that gives the uni2ts README's 86M "
-              "activated / 935M total for Salesforce/moirai-moe-1.0-R-base (3072, Moirai-base's dense FFN width, "
-              "gives 2.76B): derived from those two counts, not read from the released config.json",
+              "and depth (d_model 768, 12 layers) and Moirai-MoE's single 16-step patch size; expert width 1024 is the "
+              "one that gives the uni2ts README's 935M total / 86M activated for Salesforce/moirai-moe-1.0-R-base "
+              "(935,066,592 / 85,720,032 here; 3072, Moirai-base's dense width, gives 2.7B): derived from those two "
+              "counts, not read from the released config.json",
               env="moirai", top_k=2),
     Published("moirai-2.0-small", "moirai2",
               {"d_model": 384, "d_ff": 1024, "num_layers": 6, "patch_size": 16, "max_seq_len": 1024,
