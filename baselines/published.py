@@ -27,7 +27,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from baselines.checkout import CodeSource, find_checkout
 from baselines.isolated import ENVS, WORKERS_DIR, _clean_env, _tail, ensure_env
@@ -236,16 +236,9 @@ def random_checkpoint(model: str, root: Path | None = None, log=None) -> Path:
 
         code = lag_llama_code(None)
     log(f"[{model}] building its published architecture with random weights in {folder} (once)")
-    staging = Path(tempfile.mkdtemp(prefix=f".{model}-", dir=_mkdir(root)))
-    try:
-        build_folder(spec.family, staging, spec.config, env=spec.env, code=code, code_files=spec.code_files,
-                     code_classes=spec.code_classes, top_k=spec.top_k, model=model, source=spec.source)
-        if folder.exists():
-            shutil.rmtree(folder)
-        staging.rename(folder)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return folder
+    return _staged(folder, lambda staging: build_folder(
+        spec.family, staging, spec.config, env=spec.env, code=code, code_files=spec.code_files,
+        code_classes=spec.code_classes, top_k=spec.top_k, model=model, source=spec.source))
 
 
 def build_folder(family: str, out: Path, config: dict[str, Any], env: str | None = None, code: Path | None = None,
@@ -288,25 +281,31 @@ def _soter(root: Path) -> Path:
         return folder
     torch.manual_seed(0)
     model = SoterModel(config)
-    staging = Path(tempfile.mkdtemp(prefix=".soter-", dir=_mkdir(root)))
-    try:
+
+    def fill(staging: Path) -> None:
         save_pretrained(model, staging)
         total, active = count_parameters(model)
         (staging / RANDOM_WEIGHTS_FILE).write_text(json.dumps({
             "random_weights": RANDOM_WEIGHTS_NOTE, "model": "soter", "family": "soter", "seed": 0,
             "config": config.to_dict(), "source": "models/soter/config.py preset soter-paper (docs/soter.md)",
             "parameters": total, "active_parameters": active}, indent=2, default=str))
+
+    return _staged(folder, fill)
+
+
+def _staged(folder: Path, fill: Callable[[Path], object]) -> Path:
+    """``folder`` written whole or not at all: filled in a hidden sibling, then renamed into place (a build
+    cut short leaves no folder that looks finished)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        fill(staging)
         if folder.exists():
             shutil.rmtree(folder)
         staging.rename(folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return folder
-
-
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _builder_env(env: str | None) -> dict[str, str]:

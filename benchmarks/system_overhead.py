@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -68,15 +67,10 @@ def load_average() -> str:
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores"
+    """CPU model, cores and GPU: the same description SOTER's model cards give of their hardware."""
+    from models.soter.training.ship import _hardware
+
+    return _hardware()
 
 
 # ------------------------------------------------------------------------------------------- the child
