@@ -20,7 +20,8 @@ times ``--repeats`` single-sample forecasts (``seconds_per_sample``: the median;
 latency) and one forecast of ``--batch`` samples (``seconds_per_sample_batched``: its time / batch). A
 sample is one window of ``--channels`` random-walk channels through the harness interface (per-channel
 models see one series per channel). A model past ``--max-seconds`` or ``--max-memory-gib`` is stopped and
-gets a ``not measured`` row saying so; so does one that cannot run here (the reason). Every finished row is
+gets a ``not measured`` row saying so (one stopped during its batch keeps its single-sample latency: an ``ok``
+row whose reason names the unfinished batch); so does one that cannot run here (the reason). Every finished row is
 appended to ``--out`` at once (a rerun skips the rows already there, unless ``--rerun``). Each row records
 the load average before and after (``uptime``), the machine and the date: on a busy machine compare rows
 as ratios. ``python -m harness report`` renders the table beside the paper's numbers.
@@ -38,6 +39,7 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -76,9 +78,10 @@ def machine() -> str:
 # ------------------------------------------------------------------------------------------- the child
 
 def measure_one(name: str, weights_kind: str, context: int, horizon: int, channels: int, batch: int, repeats: int,
-                device: str) -> dict:
+                device: str) -> Iterator[dict]:
     """Load ``name`` (``weights_kind``: ``random`` = its published size with random weights, ``trained`` = the
-    weights it finds here) and time its forecasts; runs inside the child process."""
+    weights it finds here) and time its forecasts; runs inside the child process. Yields the row after the
+    single-sample latency and again, completed, after the batch (the parent keeps the last it got)."""
     import torch
 
     from models.random_weights import random_weights_marker
@@ -93,14 +96,16 @@ def measure_one(name: str, weights_kind: str, context: int, horizon: int, channe
         try:
             options["weights"] = str(random_checkpoint(name, log=lambda m: print(m, file=sys.stderr)))
         except ModelUnavailableError as exc:  # no published configuration or no code here: say why
-            return {"status": "not measured", "reason": str(exc).splitlines()[0]}
+            yield {"status": "not measured", "reason": str(exc).splitlines()[0]}
+            return
     if name in REMOTE_CODE:
         options["trust_remote_code"] = True
     if device != "cpu" and "device" in spec.option_names():
         options["device"] = device
     reason = spec.unavailable_reason(**options)
     if reason is not None:
-        return {"status": "not measured", "reason": str(reason)}
+        yield {"status": "not measured", "reason": str(reason)}
+        return
     started = time.perf_counter()
     model = spec.load(**options)
     load_seconds = time.perf_counter() - started
@@ -120,21 +125,23 @@ def measure_one(name: str, weights_kind: str, context: int, horizon: int, channe
         out = forecast(model, one, query)
         seconds.append(time.perf_counter() - t0)
     if not np.isfinite(out).all():
-        return {"status": "error", "reason": "non-finite forecast"}
-    per_sample = statistics.median(seconds)
-    row = {"status": "ok", "reason": "", "load_seconds": load_seconds, "seconds_per_sample": per_sample}
-    many, query = sample(batch)
-    t0 = time.perf_counter()
-    forecast(model, many, query)
-    row.update(batch=batch, seconds_per_sample_batched=(time.perf_counter() - t0) / batch)
+        yield {"status": "error", "reason": "non-finite forecast"}
+        return
+    row = {"status": "ok", "reason": f"batch of {batch}: not finished within the time limit",
+           "load_seconds": load_seconds, "seconds_per_sample": statistics.median(seconds), "batch": batch}
     marker = random_weights_marker(options.get("weights"))
     if marker is not None:
         row.update(parameters=marker.get("parameters"), active_parameters=marker.get("active_parameters"))
     else:
         row.update(zip(("parameters", "active_parameters"), _count(model)))
+    yield dict(row)
+    many, query = sample(batch)
+    t0 = time.perf_counter()
+    forecast(model, many, query)
+    row.update(reason="", seconds_per_sample_batched=(time.perf_counter() - t0) / batch)
     if device.startswith("cuda") and torch.cuda.is_available():
         row["peak_gpu_gib"] = torch.cuda.max_memory_allocated() / 2**30
-    return row
+    yield row
 
 
 def _count(model: object) -> tuple[int | None, int | None]:
@@ -204,13 +211,24 @@ def run_child(args: argparse.Namespace, name: str, kind: str) -> dict:
         out, err = proc.communicate()
     stop.set()
     watcher.join()
-    if killed:
-        return {"status": "not measured", "reason": killed[0], "peak_rss_gib": peak[0] / 2**30}
+    return {**outcome(out or "", err or "", proc.returncode, killed[0] if killed else None, args.batch),
+            "peak_rss_gib": peak[0] / 2**30}
+
+
+def outcome(out: str, err: str, returncode: int | None, killed: str | None, batch: int) -> dict:
+    """The row a child's output makes. A child stopped by a limit after its single-sample latency keeps that
+    latency (status ok, the reason naming the unfinished batch): a slow model's batch of 32 must not cost it
+    the paper's figure."""
     lines = [line for line in out.splitlines() if line.startswith("{")]
-    if proc.returncode != 0 or not lines:
+    if killed is not None:
+        partial = json.loads(lines[-1]) if lines else {}
+        if partial.get("status") == "ok":
+            return {**partial, "reason": f"batch of {batch}: {killed}"}
+        return {"status": "not measured", "reason": killed}
+    if returncode != 0 or not lines:
         tail = (err or out).strip().splitlines()[-1:] or ["no output"]
-        return {"status": "error", "reason": f"exit {proc.returncode}: {tail[0][:500]}", "peak_rss_gib": peak[0] / 2**30}
-    return {**json.loads(lines[-1]), "peak_rss_gib": peak[0] / 2**30}
+        return {"status": "error", "reason": f"exit {returncode}: {tail[0][:500]}"}
+    return json.loads(lines[-1])
 
 
 def _kill_tree(pid: int) -> None:
@@ -240,7 +258,7 @@ def _append(out: Path, row: dict) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     new = not out.exists()
     with open(out, "a", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
         if new:
             writer.writeheader()
         writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in COLUMNS})
@@ -280,11 +298,12 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(args.threads)
         try:
-            row = measure_one(args.one, args.weights_kind, context, horizon, args.channels, args.batch, args.repeats,
-                              args.device)
+            for row in measure_one(args.one, args.weights_kind, context, horizon, args.channels, args.batch,
+                                   args.repeats, args.device):
+                print(json.dumps(row, default=float), flush=True)
         except Exception as exc:  # reported as the model's row, the sweep goes on
-            row = {"status": "error", "reason": f"{type(exc).__name__}: {str(exc).splitlines()[0][:400] if str(exc) else ''}"}
-        print(json.dumps(row, default=float))
+            first = str(exc).splitlines()[0][:400] if str(exc) else ""
+            print(json.dumps({"status": "error", "reason": f"{type(exc).__name__}: {first}"}), flush=True)
         return 0
     if args.models:
         plan = [(m, args.weights_kind or ("random" if m in PAPER_MODELS else "trained")) for m in args.models]

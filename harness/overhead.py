@@ -91,7 +91,7 @@ def overhead_table(ours: pd.DataFrame, theirs: pd.DataFrame, names: dict[str, st
             "s/sample (paper)": f"{theirs_row.seconds_per_sample} s" if theirs_row is not None else "",
             "Peak memory (ours)": f"{r.peak_rss_gib:.2f} GiB" if ok and r.peak_rss_gib == r.peak_rss_gib else "",
             "Load average": f"{r.load_before} -> {r.load_after}",
-            "Status": "ok" if ok else f"{r.status}: {r.reason}",
+            "Status": (f"ok ({r.reason})" if r.reason else "ok") if ok else f"{r.status}: {r.reason}",
         })
     table = pd.DataFrame(rows)
     # the batched column's header carries the batch size; rows measured at other sizes keep their own columns

@@ -271,3 +271,49 @@ def test_the_benchmark_measures_a_model_in_a_child_and_keeps_finished_rows(tmp_p
     last = pd.read_csv(out).iloc[-1]
     assert last.status == "not measured" and "over 0.01 s" in last.reason
     assert system_overhead.main(["--setting", "128", *common]) == 2
+
+
+def _benchmark_module():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import system_overhead
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return system_overhead
+
+
+def test_the_child_reports_its_single_sample_latency_before_the_batch():
+    """The child prints a complete row after the single-sample repeats, then the row with the batch."""
+    rows = list(_benchmark_module().measure_one("last-value", "trained", 32, 8, 1, 2, 1, "cpu"))
+    assert len(rows) == 2 and rows[0]["status"] == rows[1]["status"] == "ok"
+    assert rows[0]["seconds_per_sample"] > 0 and "seconds_per_sample_batched" not in rows[0]
+    assert rows[1]["seconds_per_sample_batched"] > 0 and rows[1]["reason"] == ""
+
+
+def test_a_model_stopped_during_its_batch_keeps_its_single_sample_latency():
+    """A model over the time limit after its single-sample latency keeps it (the paper's figure); one
+    stopped before gets no number. Without this, a slow model's batch of 32 cost it its whole row."""
+    outcome = _benchmark_module().outcome
+    first = json.dumps({"status": "ok", "reason": "", "seconds_per_sample": 47.3, "batch": 32, "parameters": 5})
+    row = outcome(f"building...\n{first}\n", "", -9, "not measured: over 600 s", 32)
+    assert row["status"] == "ok" and row["seconds_per_sample"] == 47.3 and row["parameters"] == 5
+    assert row["reason"] == "batch of 32: not measured: over 600 s" and "seconds_per_sample_batched" not in row
+    row = outcome("building...\n", "", -9, "not measured: over 600 s", 32)
+    assert row == {"status": "not measured", "reason": "not measured: over 600 s"}
+    done = json.dumps({"status": "ok", "reason": "", "seconds_per_sample": 1.0, "seconds_per_sample_batched": 0.1})
+    assert outcome(f"{first}\n{done}\n", "", 0, None, 32)["seconds_per_sample_batched"] == 0.1
+    assert outcome("", "Traceback\nMemoryError", 1, None, 32) == {"status": "error", "reason": "exit 1: MemoryError"}
+
+
+def test_the_report_shows_a_latency_whose_batch_was_cut_short(tmp_path):
+    from harness.overhead import overhead_table, read_overhead, read_paper
+
+    path = _overhead_csv(tmp_path)
+    frame = pd.read_csv(path)
+    frame.loc[frame.model == "timemoe-large", ["seconds_per_sample_batched", "reason"]] = \
+        [np.nan, "batch of 32: not measured: over 600 s"]
+    frame.to_csv(path, index=False)
+    table = overhead_table(read_overhead(path), read_paper(), {"timemoe-large": "TimeMoE-Large"})
+    row = table[table.Model == "TimeMoE-Large"].iloc[0]
+    assert row["s/sample, batch 1 (ours)"] == "2.5 s" and row["s/sample, batch 32 (ours)"] == ""
+    assert row["Status"] == "ok (batch of 32: not measured: over 600 s)"
