@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import tempfile
 import time
 import traceback
@@ -50,6 +51,7 @@ class Cell:
     data_root: str | None = None  # where downloaded datasets live (--data-root)
     cache_dir: str | None = None  # on-disk embedding cache (classification)
     model_options: tuple[tuple[str, Any], ...] = field(default=())
+    model_id: str = ""  # the model's identity (its weights' digest and options): a loaded model is reused only for it
 
     @property
     def window(self) -> str:  # deprecated: the earlier name of ``setting``, kept for task plugins
@@ -62,7 +64,9 @@ def cached_dataset(name: str, data_root: str | None = None) -> Dataset:
 
 
 @lru_cache(maxsize=2)
-def cached_model(name: str, options: tuple[tuple[str, Any], ...]) -> Model:
+def cached_model(name: str, options: tuple[tuple[str, Any], ...], model_id: str = "") -> Model:
+    """A loaded model, reused across cells of one configuration: ``model_id`` (the digest of its weights)
+    keeps a model loaded from a path from serving cells after the weights at that path changed."""
     return get_spec(name).load(**dict(options))
 
 
@@ -87,7 +91,7 @@ def run_cell(cell: Cell) -> dict[str, object]:
 def evaluate_cell(task, cell: Cell, dataset: Dataset) -> dict[str, object]:
     """Load the cell's model (none for the task's model-free pseudo-models), check it can take part,
     let the task evaluate the cell, and name the model's description and device in ``model_info``."""
-    model = None if cell.model in task.model_free else cached_model(cell.model, cell.model_options)
+    model = None if cell.model in task.model_free else cached_model(cell.model, cell.model_options, cell.model_id)
     if model is not None:
         reason = task.capable(model, cell)
         if reason is not None:
@@ -107,13 +111,41 @@ def _classification(cell: Cell, dataset: Dataset) -> dict[str, object]:
 
 
 def model_info(model: Model, cell: Cell) -> str:
-    """The model's ``describe()`` and the device it ran on (``--device``; cpu unless a device was passed);
-    with weights from a random-weight folder also ``random_weights`` (such rows never reach a table)."""
+    """The model's ``describe()`` and the device it ran on (``--device``; cpu unless a device was passed),
+    without absolute paths (:func:`shareable`): records travel, home folders should not. With weights from
+    a random-weight folder also ``random_weights`` (such rows never reach a table)."""
     options = dict(cell.model_options)
     info = {"device": options.get("device", "cpu"), **model.describe()}
     if random_weights_marker(options.get("weights")) is not None:
         info["random_weights"] = RANDOM_WEIGHTS_NOTE
-    return json.dumps(info, sort_keys=True, default=str)
+    return json.dumps(shareable(info), sort_keys=True, default=str)
+
+
+REPO = Path(__file__).resolve().parents[1]
+_ABSOLUTE = re.compile(r"(?<![\w.:/~])/[^\s\"'(),;]+")
+
+
+def shareable(value: Any) -> Any:
+    """``value`` (a describe() dict) with every absolute path made relative to this repository when it
+    lies inside it (``models/soter/checkpoints/soter-cpu-64``), else cut to its last part: the weights
+    are named by their digest (the row's identity), not by where they sat on one machine."""
+    if isinstance(value, dict):
+        return {k: shareable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [shareable(v) for v in value]
+    if isinstance(value, Path):
+        value = str(value)
+    if isinstance(value, str):
+        return _ABSOLUTE.sub(lambda m: _display_path(m.group(0)), value)
+    return value
+
+
+def _display_path(text: str) -> str:
+    path = Path(text)
+    try:
+        return path.resolve().relative_to(REPO).as_posix() or "."
+    except (ValueError, OSError):
+        return path.name or text
 
 
 def embeddings_of(cell: Cell, dataset: Dataset, model: Model, segments, spec) -> Callable[[Fold], np.ndarray]:
@@ -132,7 +164,7 @@ def _embedding_key(cell: Cell, dataset: Dataset) -> str:
     """The embedding cache entry of (model, options, spec, data, seed): the seed draws the segments,
     so every seed has its own pass; the budgets of one seed share it."""
     text = (f"{cell.model}|{cell.model_options}|{cell.spec.fingerprint()}|{dataset_fingerprint(dataset)}"
-            f"|seed={cell.seed}")
+            f"|seed={cell.seed}" + (f"|model_id={cell.model_id}" if cell.model_id else ""))  # other weights, same path
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import signal
 import sys
 from pathlib import Path
@@ -167,16 +169,41 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "report":
             from harness.report import write_report
 
+            _output_folder(args.out, "--out")
             print(write_report(args.results, args.out, studies=args.studies, reference=args.reference))
             return 0
         if args.command == "repair":
+            _output_folder(args.out, "--out", create=False)
             return _repair(Path(args.out) / RECORDS_FILE)
+        _output_folder(args.out, "--out", create=False)
         return _table(args)
     except BrokenPipeError:  # output piped into e.g. `head`
         return 0
     except (ValueError, KeyError, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a read-only folder, a full disk: one line, never a traceback
+        print(f"error: {_os_error(exc)}", file=sys.stderr)
+        return 2
+
+
+def _os_error(exc: OSError) -> str:
+    where = f"{exc.filename}: " if exc.filename else "could not write the output: "
+    full = exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+    return f"{where}{exc.strerror or exc}" + (" (the disk, or a file-size limit, is full; every finished record "
+                                              "row is kept)" if full else "")
+
+
+def _output_folder(path: Path, flag: str, create: bool = True) -> None:
+    """``--out`` must name a folder (or nothing yet, when the command creates it)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise SpecError(f"{flag} {path} is a file, not a folder")
+    if create and not path.exists():
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SpecError(f"{flag} {path}: cannot create the folder ({exc.strerror or exc})") from None
 
 
 def _examples(args: argparse.Namespace) -> int:
@@ -228,15 +255,20 @@ def _run(args: argparse.Namespace) -> int:
         trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
         data_root=args.data_root, device=args.device, model_options=tuple(parse_model_option(o) for o in args.model_option),
     )
+    _output_folder(config.out, "--out", create=False)
+    _check_writable(Path(config.out), "--out")
     summary = execute(config, log=lambda m: print(m, file=sys.stderr))
     frame = read_records(summary.records_path)
-    mine = frame[frame["key"].isin(set(summary.keys))]
-    models = list(config.models) or list(default_models(config.task))
-    _publish(mine, config.task, Path(config.out), models, list(summary.dataset_labels.values()))
+    out = Path(config.out)
+    _publish(frame, config.task, out, None, None)  # every current row, not this run's only
+    if (out / "statistics").is_dir() and config.task in _stat_tasks():  # written before: kept current
+        _print_statistics(frame, config.task, out, None, quiet=True)
+        print(f"statistics: {out / 'statistics'} rewritten for every current {config.task} row")
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.status_counts.items()))
-    print(f"{summary.planned} cells: {summary.skipped_done} already done, {summary.ran} run now; rows: {counts}")
+    again = f" ({summary.recomputed} of them recomputed: their code changed)" if summary.recomputed else ""
+    print(f"{summary.planned} cells: {summary.skipped_done} already done, {summary.ran} run now{again}; rows: {counts}")
     _note_random_weights(summary.records_path, set(summary.keys))
-    print(f"records: {summary.records_path}; tables: {Path(config.out) / 'tables'}")
+    print(f"records: {summary.records_path}; tables: {out / 'tables'}")
     return 0
 
 
@@ -267,6 +299,12 @@ def _note_random_weights(records_path: Path, keys: set[str]) -> None:
     for model, group in rows.groupby("model", sort=False):
         counts = ", ".join(f"{k} {v}" for k, v in sorted(group["status"].value_counts().items()))
         print(f"{model}: random weights (speed and shape only), in no table: {len(group)} rows ({counts})")
+
+
+def _stat_tasks() -> tuple[str, ...]:
+    from harness.stats_report import stat_tasks
+
+    return stat_tasks()
 
 
 def _publish(frame, task: str, out: Path, models: list[str] | None, datasets: list[str] | None,
@@ -304,24 +342,46 @@ def _repair(path: Path) -> int:
 
 def _table(args: argparse.Namespace) -> int:
     from harness.store import read_records
-    from models.registry import all_specs
 
     frame = read_records(Path(args.out) / RECORDS_FILE)
-    present = set(frame.loc[frame["task"] == args.task, "model"])
-    order = [m for m in [*all_specs(), "random"] if m in present]  # registry order, then the rest
-    models = order + sorted(present - set(order))
-    _publish(frame, args.task, Path(args.out), models or None, None, args.format)
+    out = Path(args.out)
+    if not os.access(out, os.W_OK) or _read_only(out):
+        raise SpecError(f"{out} is read-only: `table` writes its tables there; for archived results use "
+                        f"`python -m harness report --results {out} --out ANOTHER_FOLDER`")
+    _publish(frame, args.task, out, None, None, args.format)
     if args.stats:
-        _print_statistics(frame, args.task, Path(args.out), args.reference)
+        _print_statistics(frame, args.task, out, args.reference)
     return 0
 
 
-def _print_statistics(frame, task: str, out: Path, reference: str | None) -> None:
+def _check_writable(folder: Path, flag: str) -> None:
+    """A run appends to ``folder``'s records: a read-only folder is a usage error before any work."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    records = folder / RECORDS_FILE
+    for target in (existing, *([records] if records.exists() else [])):
+        if _read_only(target) or not os.access(target, os.W_OK):
+            raise SpecError(f"{flag} {folder} is read-only: a run writes its records there (use another {flag}; "
+                            f"`python -m harness report --results {folder} --out ELSEWHERE` reads archived results)")
+
+
+def _read_only(folder: Path) -> bool:
+    """Whether ``folder`` sits on a read-only file system (``os.access`` says yes to root there too)."""
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _print_statistics(frame, task: str, out: Path, reference: str | None, quiet: bool = False) -> None:
     from harness.stats_report import stat_tasks, write_statistics
 
     if task not in stat_tasks():
         raise ValueError(f"--stats covers the tasks that score windows ({', '.join(stat_tasks())}), not {task}")
     done = write_statistics(frame[frame["task"] == task], out, out / "statistics", reference=reference)
+    if quiet:
+        return
     folder = out / "statistics"
     for name in (f"leaderboard_{task}.txt", f"significance_rmse_{task}_grid.txt"):
         if (folder / name).exists():

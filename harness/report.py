@@ -30,14 +30,15 @@ import numpy as np
 import pandas as pd
 
 from harness import paper
-from harness.tables import SCALE, Column, Entry, Table, render, task_tables
+from harness.tables import SCALE, Column, Entry, Table, md_escape, render, task_tables
 
 DATASETS = {"heartrate": "HeartRate", "mitbih": "MIT-BIH", "scientisst-move": "ScientiSST MOVE",
             "ieee-ppg": "IEEE PPG", "mmash": "MMASH", "wdd": "WDD"}
 SCALED_METRICS = ("RMSE", "MAE", "Macro-F1", "Macro-AUROC")  # shown x SCALE; others (NPE, seconds) as printed
 COPIED_FIGURES = {  # made by other commands, copied in when found under --results: (file pattern, how to make it)
     "forecasting examples": ("forecast-example-*.png", "run `python -m harness examples` (and with `--channels NAME`)"),
-    "gate similarity": ("gate-similarity-*.png", "needs a trained SOTER (`python -m harness.gates`)"),
+    "gate similarity": ("gate-similarity-*.png", "run `python -m harness.gates --out RESULTS/figures` (the shipped "
+                        "SOTER checkpoint by default, or --weights DIR), RESULTS being the --results folder"),
     "pre-training convergence": ("pretrain_log.png", "needs a pre-training run's `pretrain_log.png` under --results"),
 }
 STUDY = "python -m harness.studies"
@@ -108,10 +109,18 @@ def our_cells(frame: pd.DataFrame) -> pd.DataFrame:
     for task in all_tasks().values():
         if not (frame["task"] == task.name).any():
             continue
+        registry = dict(zip(frame["model"], frame["model_name"])) if "model_name" in frame else {}
         for cell in task.paper_cells(frame, _paper_dataset).to_dict("records"):
-            rows.append({**cell, "method": names.get(cell["model"], cell["model"]),
+            rows.append({**cell, "method": _method(cell["model"], registry.get(cell["model"], cell["model"]), names),
                          "dataset": _paper_dataset(cell["dataset"])})
     return pd.DataFrame(rows, columns=OUR_CELL_COLUMNS)
+
+
+def _method(label: str, name: str, names: dict[str, str]) -> str:
+    """The paper's name of a table row: a configuration's row (``soter [weights=...]``) keeps its suffix."""
+    if label != name and label.startswith(name + " ["):
+        return names.get(name, name) + label[len(name):]
+    return names.get(label, label)
 
 
 def _tolerance(value) -> str:
@@ -159,10 +168,10 @@ def _markdown(rows: pd.DataFrame, columns: list[str]) -> str:
 
 
 def _show(v) -> str:
-    """Numbers with two decimals (the x100 values the paper prints), blanks for missing."""
+    """Numbers with two decimals (the x100 values the paper prints), blanks for missing; names escaped."""
     if isinstance(v, (float, np.floating)):
         return "" if np.isnan(v) else f"{v:.2f}"
-    return "" if v is None else str(v)
+    return "" if v is None else md_escape(str(v))
 
 
 UNIT_HEADERS = {"paper": "paper (x100)", "paper_std": "paper std (x100)", "ours": "ours (x100)",

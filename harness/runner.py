@@ -12,9 +12,10 @@ from typing import Any
 from harness.cells import WINDOW_ERRORS, Cell, run_cell
 from harness.executor import EXECUTORS, make_executor
 from harness.progress import Progress
-from harness.store import RecordStore, row_key
+from harness.store import RecordStore, RecordStoreError, row_key
 from harness.window_store import write_window_errors
-from models.registry import get_spec
+from harness.configurations import recorded_code, with_identity
+from models.registry import get_spec, identity_digest
 from harness.task_registry import get_task
 from protocols.data import dataset_fingerprint
 from protocols.datasets import all_datasets, is_path_like, load_dataset, resolve_data_root
@@ -94,6 +95,8 @@ class RunSummary:
     protocols: dict[str, set[str]] = field(default_factory=dict)  # label -> protocol fingerprints
     keys: list[str] = field(default_factory=list)  # every planned row's key
     device: str = "cpu"  # what --device resolved to
+    identities: dict[str, dict[str, Any]] = field(default_factory=dict)  # model -> what its rows store (model_info)
+    recomputed: int = 0  # finished rows computed again because their code changed
 
 
 def default_models(task: str = "forecasting") -> tuple[str, ...]:
@@ -289,18 +292,45 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
             for model in model_names:
                 options = _model_options(config, model, device)
                 if model not in identities:
-                    identities[model] = "" if model in task.model_free else get_spec(model).identity(**dict(options))
+                    summary.identities[model] = model_identity(config.task, model, options)
+                    identities[model] = summary.identities[model]["model_id"]
                 for setting, condition, level in task.points(spec):
                     for fold in folds:
                         cell = Cell(config.task, resolved, fold, setting, model, seed, spec, condition, level,
                                     data_root=str(root) if root else None,
-                                    cache_dir=str(Path(config.out).resolve() / "cache"), model_options=options)
+                                    cache_dir=str(Path(config.out).resolve() / "cache"), model_options=options,
+                                    model_id=identities[model])
                         fields = {"task": config.task, "dataset": label, "fold": fold, "setting": setting,
                                   "condition": condition, "model": model, "seed": seed, "protocol": protocol}
                         fields["key"] = row_key(identities[model], **fields)
                         cells.append((cell, fields))
     summary.planned = len(cells)
     return cells, summary
+
+
+def model_identity(task: str, model: str, options: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    """What a model's rows store beside their numbers (``model_info``, docs/records.md): the identity
+    digest that is part of their key, the options and weights it digests, and the code digest
+    (``harness.code_identity``) that a rerun compares to decide whether a finished row is still current."""
+    from harness.code_identity import row_code
+
+    if model in get_task(task).model_free:
+        return {"model_id": "", "options": {}, "code": row_code(model, task)}
+    spec = get_spec(model)
+    parts = spec.identity_parts(**dict(options))
+    given = dict(options).get("weights")
+    out: dict[str, Any] = {
+        "model_id": identity_digest(parts), "code": row_code(model, task),
+        # the options that are not the registered ones: what a table names a configuration by
+        "options": {k: v for k, v in sorted(parts.items()) if k != "weights" and spec.options.get(k, _UNSET) != v},
+    }
+    if "weights" in parts:
+        out["weights"] = parts["weights"]
+        out["weights_default"] = given is None
+    return out
+
+
+_UNSET = object()
 
 
 def cell_resources(cell: Cell) -> dict[str, float]:
@@ -337,12 +367,24 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
     version = code_version()
     pending: list[tuple[Cell, dict[str, object]]] = []
     unavailable: dict[str, str | None] = {}
+    codes = {model: identity["code"] for model, identity in summary.identities.items()}
+
+    def current(cell: Cell, key: str) -> bool:
+        """A finished row of the current code (or of code not recorded: rows written before it was)."""
+        row = store.get(key)
+        if row is None or row["status"] != "ok":
+            return False
+        code = recorded_code(row["model_info"])
+        return code is None or code == codes.get(cell.model)
+
     for cell, fields in cells:
         key = str(fields["key"])
         summary.keys.append(key)
-        if not config.rerun and store.is_done(key):
+        if not config.rerun and current(cell, key):
             summary.skipped_done += 1
             continue
+        if not config.rerun and store.is_done(key):
+            summary.recomputed += 1  # its code changed since: computed again, the new row supersedes it
         if cell.model not in unavailable:
             unavailable[cell.model] = (None if cell.model in config.task_object.model_free else
                                        get_spec(cell.model).unavailable_reason(**dict(cell.model_options)))
@@ -351,6 +393,7 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
             previous = store.get(key)
             if previous is None or previous["status"] != "unavailable" or previous["error"] != reason:
                 store.write({**fields, "key": key, "status": "unavailable", "error": reason,
+                             "model_info": with_identity("", summary.identities[cell.model]),
                              "code_version": version, "finished_at": _now()})
             continue
         pending.append((cell, fields))
@@ -368,7 +411,7 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
         for cell, fields in pending:
             if not config.rerun:
                 store.refresh()
-                if store.is_done(str(fields["key"])):
+                if current(cell, str(fields["key"])):
                     summary.skipped_done += 1
                     bar.skipped(cell.model)
                     continue
@@ -378,7 +421,8 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
     try:
         for cell, result in executor.run(run_cell, not_done_elsewhere(), lost_cell_row):
             fields = fields_of[cell]
-            write_window_errors(config.out, str(fields["key"]), result.pop(WINDOW_ERRORS, None))  # before its row
+            _keep_window_errors(config.out, str(fields["key"]), result.pop(WINDOW_ERRORS, None))  # before its row
+            result["model_info"] = with_identity(result.get("model_info"), summary.identities[cell.model])
             store.write({**fields, **result, "code_version": version,
                          "finished_at": _now()})
             summary.ran += 1
@@ -391,6 +435,17 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
         status = row["status"] if row else "missing"
         summary.status_counts[status] = summary.status_counts.get(status, 0) + 1
     return summary
+
+
+def _keep_window_errors(out: Path, key: str, arrays) -> None:
+    """Write a cell's per-window errors before its row; a full disk or a read-only folder stops the run
+    with one line (every finished row is kept, and the same command resumes)."""
+    try:
+        write_window_errors(out, key, arrays)
+    except OSError as exc:
+        raise RecordStoreError(f"{exc.filename or Path(out) / 'window_errors'}: could not write a cell's per-window "
+                               f"errors ({exc.strerror or exc}); every finished row is kept: free space and rerun "
+                               "the same command to resume") from None
 
 
 def _cost_probes_first(pending: list[tuple[Cell, dict[str, object]]],

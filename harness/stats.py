@@ -374,7 +374,7 @@ def rank_summary(scores: pd.DataFrame, lower_is_better: bool = True, alpha: floa
     )
 
 
-def plot_cd_diagram(summary: RankSummary, path_stem: Path, alpha: float = 0.05) -> list[Path]:
+def plot_cd_diagram(summary: RankSummary, path_stem: Path, alpha: float = 0.05, blocks: str = "cells") -> list[Path]:
     """Critical-difference diagram (scikit_posthocs) saved as ``path_stem`` .png and .pdf.
 
     Models joined by a bar are not significantly different (Nemenyi, ``alpha``); the title gives
@@ -384,8 +384,8 @@ def plot_cd_diagram(summary: RankSummary, path_stem: Path, alpha: float = 0.05) 
     k, n_used = len(summary.avg_rank), summary.n_cells_used
     if k < 2 or n_used < 2 or summary.nemenyi_p.isna().to_numpy().any():
         raise ValueError(
-            f"a critical-difference diagram needs >= 2 models and >= 2 complete cells with a Nemenyi "
-            f"matrix; this summary has {k} models and {n_used} complete cells"
+            f"a critical-difference diagram needs >= 2 models and >= 2 complete {blocks} with a Nemenyi "
+            f"matrix; this summary has {k} models and {n_used} complete {blocks}"
         )
     import matplotlib
 
@@ -404,7 +404,7 @@ def plot_cd_diagram(summary: RankSummary, path_stem: Path, alpha: float = 0.05) 
         # the CD goes in the title: scikit-posthocs' own CD bar sits on the rank axis's tick labels
         sp.critical_difference_diagram(summary.avg_rank, summary.nemenyi_p, alpha=alpha, ax=ax)
         _sort_crossbars(ax)
-        ax.set_title(f"Average rank over {n_used} complete cells; Nemenyi CD = {cd:.2f} (alpha = {alpha:g})", pad=12)
+        ax.set_title(f"Average rank over {n_used} complete {blocks}; Nemenyi CD = {cd:.2f} (alpha = {alpha:g})", pad=12)
         for p in out:
             fig.savefig(p, dpi=150, bbox_inches="tight", metadata=reproducible_metadata(p))
     finally:

@@ -11,13 +11,14 @@ before they existed still give the leaderboard and the diagram, and the rest say
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import product
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from harness import stats
-from harness.tables import SCALE, pooled
+from harness.tables import SCALE, md_escape, plain, pooled
 from harness.window_store import read_window_errors
 
 
@@ -27,6 +28,10 @@ def stat_tasks() -> tuple[str, ...]:
     from harness.task_registry import all_tasks
 
     return tuple(name for name, task in all_tasks().items() if task.scores_windows)
+
+
+def _unique(values: pd.Series) -> list:
+    return list(dict.fromkeys(values.tolist()))
 
 
 BASELINE = "seasonal-naive"
@@ -67,6 +72,9 @@ class CellWindows:
     step_n: np.ndarray
     quantile_loss: np.ndarray | None = None  # models that forecast quantiles (CRPS, weighted quantile loss)
     abs_target: np.ndarray | None = None
+    channel_mae: np.ndarray | None = None  # [W, C] per channel (files written since the breakdown was kept)
+    channel_scale: np.ndarray | None = None
+    channels: tuple[str, ...] = ()
 
 
 def cell_windows(frame: pd.DataFrame, results: Path, task: str) -> tuple[dict[tuple, dict[str, CellWindows]], int]:
@@ -75,8 +83,10 @@ def cell_windows(frame: pd.DataFrame, results: Path, task: str) -> tuple[dict[tu
     rows = frame[frame["task"] == task]
     out: dict[tuple, dict[str, CellWindows]] = {}
     lacking = 0
+    # every fold and seed any model has a row for on a dataset: a model-cell lacking one is left out
+    expected = {ds: set(product(_unique(d["seed"]), _unique(d["fold"]))) for ds, d in rows.groupby("dataset", sort=False)}
     for keys, g in rows.groupby([*CELL, "model"], sort=True):
-        if not (g["status"] == "ok").all():
+        if not (g["status"] == "ok").all() or set(zip(g["seed"].tolist(), g["fold"].tolist())) != expected[keys[0]]:
             continue
         parts = []
         for _, r in g.sort_values(["seed", "fold"]).iterrows():
@@ -99,8 +109,12 @@ def cell_windows(frame: pd.DataFrame, results: Path, task: str) -> tuple[dict[tu
         probabilistic = all("quantile_loss" in a for _, a in parts)
         ql, absy = ((np.concatenate([a["quantile_loss"] for _, a in parts]),
                      np.concatenate([a["abs_target"] for _, a in parts])) if probabilistic else (None, None))
+        by_channel = all("channel_mae" in a for _, a in parts) and len({tuple(a["channels"]) for _, a in parts}) == 1
+        channel = ((np.concatenate([a["channel_mae"] for _, a in parts]),
+                    np.concatenate([a["channel_scale"] for _, a in parts]), tuple(parts[0][1]["channels"]))
+                   if by_channel else (None, None, ()))
         out.setdefault(tuple(keys[:3]), {})[keys[3]] = CellWindows(ids, cat["sse"], cat["sae"], cat["n"], cat["mase"],
-                                                                  blocks, step_sse, step_n, ql, absy)
+                                                                  blocks, step_sse, step_n, ql, absy, *channel)
     return out, lacking
 
 
@@ -157,6 +171,62 @@ def significance_grid(sig: pd.DataFrame) -> pd.DataFrame:
 
 def _condition_suffix(frame: pd.DataFrame) -> pd.Series:
     return frame["condition"].map(lambda c: "" if c == "clean" else f" {c}")
+
+
+# -- the blocks of Friedman, Nemenyi and the critical-difference diagram ----------------------------
+def rank_blocks(frame: pd.DataFrame, task: str, metric: str = "rmse") -> tuple[pd.DataFrame, str, str]:
+    """Blocks x models for the rank tests, what the blocks are called and what a block is. The settings (and conditions) of one
+    dataset share its subjects and windows, so they are no independent blocks: with two or more
+    datasets a block is a dataset (its score the mean over its settings and conditions); with one,
+    a block is one of its test subjects (the mean of that subject's fold scores over the settings,
+    conditions and seeds). A model lacking any part of a block has no score there."""
+    scores = cell_scores(frame, task, metric)
+    if scores.empty:
+        return scores, "datasets", "datasets"
+    datasets = list(dict.fromkeys(scores.index.get_level_values("dataset")))
+    over = "settings and conditions" if scores.index.get_level_values("condition").nunique() > 1 else "settings"
+    if len(datasets) > 1:
+        blocks = scores.groupby(level="dataset", sort=False).agg(lambda v: v.mean() if v.notna().all() else np.nan)
+        return blocks, "datasets", f"{len(blocks)} datasets (each the mean over its {over})"
+    rows = frame[(frame["task"] == task) & (frame["dataset"] == datasets[0])]
+    parts = ["setting", "condition", "seed"]
+    expected = set(product(*[_unique(rows[c]) for c in parts]))
+    data = {}
+    for (fold, model), g in rows.groupby(["fold", "model"], sort=False):
+        ok = g[g["status"] == "ok"]
+        complete = set(zip(*[ok[c].tolist() for c in parts])) >= expected and len(ok) == len(g)
+        data.setdefault(fold, {})[model] = float(ok[metric].mean()) if complete else np.nan
+    blocks = pd.DataFrame.from_dict(data, orient="index")[list(scores.columns)]
+    return blocks, "test subjects", f"{len(blocks)} test subjects of {datasets[0]} (each the mean of its fold's {metric.upper()} over the {over}{' and seeds' if rows['seed'].nunique() > 1 else ''}; one dataset: its settings are no independent blocks)"
+
+
+# -- MASE by channel -----------------------------------------------------------------------------
+def channel_breakdown(windows: dict[tuple, dict[str, CellWindows]]) -> pd.DataFrame:
+    """Per dataset, channel and model: the mean MASE of the channel (its MAE over its scale, over the
+    windows whose scale is usable), its MAE and its scale (the in-sample seasonal-naive MAE), each
+    averaged over the cells (settings, conditions) with the breakdown; MAE and scale x100."""
+    rows = []
+    for (dataset, setting, condition), models in windows.items():
+        for model, w in models.items():
+            if w.channel_mae is None:
+                continue
+            for j, channel in enumerate(w.channels):
+                mae, scale = w.channel_mae[:, j], w.channel_scale[:, j]
+                usable = np.isfinite(scale) & (scale > 0)
+                rows.append({"dataset": dataset, "channel": channel, "model": model,
+                             "mase": float(np.mean(mae[usable] / scale[usable])) if usable.any() else np.nan,
+                             "mae": float(mae.mean()) * SCALE,
+                             "scale": float(np.mean(scale[usable])) * SCALE if usable.any() else np.nan})
+    if not rows:
+        return pd.DataFrame(columns=["dataset", "channel", "model", "mase", "mae", "scale"])
+    long = pd.DataFrame(rows)
+    return long.groupby(["dataset", "channel", "model"], sort=False)[["mase", "mae", "scale"]].mean().reset_index()
+
+
+def _channel_grid(long: pd.DataFrame, value: str) -> pd.DataFrame:
+    grid = long.assign(column=long["dataset"] + " " + long["channel"]).pivot_table(
+        index="model", columns="column", values=value, sort=False)
+    return grid
 
 
 # -- leaderboard -------------------------------------------------------------------------------
@@ -239,16 +309,18 @@ def horizon_figure(windows: dict[tuple, dict[str, CellWindows]], path_stem: Path
 
 # -- writing -----------------------------------------------------------------------------------
 def _text(df: pd.DataFrame) -> str:
+    df = df.rename(index=lambda v: plain(v) if isinstance(v, str) else v,
+                   columns=lambda v: plain(v) if isinstance(v, str) else v)
     return df.to_string(float_format=lambda v: f"{v:.3f}") + "\n"
 
 
 def _markdown(df: pd.DataFrame) -> str:
     df = df.reset_index()
-    cols = [str(c) for c in df.columns]
+    cols = [md_escape(str(c)) for c in df.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for _, r in df.iterrows():
         lines.append("| " + " | ".join("" if (isinstance(v, float) and np.isnan(v)) else
-                                       (f"{v:.3f}" if isinstance(v, float) else str(v)) for v in r) + " |")
+                                       (f"{v:.3f}" if isinstance(v, float) else md_escape(str(v))) for v in r) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -257,6 +329,21 @@ def _write(df: pd.DataFrame, stem: Path, caption: str) -> None:
     df.to_csv(stem.with_suffix(".csv"))
     stem.with_suffix(".txt").write_text(caption + "\n\n" + _text(df))
     stem.with_suffix(".md").write_text(caption + "\n\n" + _markdown(df))
+
+
+def _current_code_only(frame: pd.DataFrame, task: str, done: Statistics) -> pd.DataFrame:
+    """``frame`` without the task's models whose rows mix code versions or come from changed code or default
+    weights (``harness.configurations.code_problem``): each is named, with why, under what was not produced."""
+    from harness.configurations import code_problem
+
+    rows = frame[frame["task"] == task]
+    drop = []
+    for model, g in rows.groupby("model", sort=False):
+        problem = code_problem(g, task)
+        if problem:
+            drop.append(model)
+            done.missing.append((f"{task} statistics of {model}", problem))
+    return frame[~((frame["task"] == task) & frame["model"].isin(drop))]
 
 
 def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: str | None = None,
@@ -268,6 +355,7 @@ def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: s
     for task in stat_tasks():
         if not (frame["task"] == task).any():
             continue
+        frame = _current_code_only(frame, task, done)
         windows, lacking = cell_windows(frame, results, task)  # read once: every statistic below uses them
         board, note = leaderboard(frame, windows, task)
         _write(board, out / f"leaderboard_{task}",
@@ -284,14 +372,15 @@ def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: s
             wtl = stats.win_tie_loss(scores)
             _write(wtl, out / f"win_tie_loss_{metric}_{task}",
                    f"Wins/ties/losses on {label}, {task}: row model against column model, over the cells both completed.")
-            summary = stats.rank_summary(scores, alpha=alpha)
+            blocks, word, what = rank_blocks(frame, task, metric)
+            summary = stats.rank_summary(blocks, alpha=alpha)
             try:
-                stats.plot_cd_diagram(summary, out / f"cd_{metric}_{task}", alpha=alpha)
+                stats.plot_cd_diagram(summary, out / f"cd_{metric}_{task}", alpha=alpha, blocks=word)
                 done.produced.append(f"{task} critical-difference diagram ({label}; Friedman p = "
-                                     f"{summary.friedman_p:.3g}, {summary.n_cells_used} cells): "
-                                     f"statistics/cd_{metric}_{task}.png")
+                                     f"{summary.friedman_p:.3g} over {summary.n_cells_used} complete blocks; blocks: "
+                                     f"{what}): statistics/cd_{metric}_{task}.png")
             except ValueError as exc:
-                done.missing.append((f"{task} critical-difference diagram ({label})", str(exc)))
+                done.missing.append((f"{task} critical-difference diagram ({label})", f"{exc} (blocks: {what})"))
         if lacking:
             done.missing.append((f"{task} per-window statistics for some cells",
                                  f"{lacking} finished rows have no per-window errors (written before they were kept, "
@@ -300,6 +389,26 @@ def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: s
             done.missing.append((f"{task} significance marks, bootstrap intervals, MASE, error-by-horizon curves",
                                  "no per-window errors under the results folder"))
             continue
+        long = channel_breakdown(windows)
+        if long.empty:
+            done.missing.append((f"{task} MASE by channel", "the per-window files hold no per-channel errors (written "
+                                 "before they were kept): rerun those cells with --rerun"))
+        else:
+            long.to_csv(out / f"mase_by_channel_{task}.csv", index=False)
+            caption = (f"MASE by channel, {task}: each channel's MAE over the horizon divided by its scale, the in-sample "
+                       "MAE of the seasonal-naive forecast on the window's context, averaged over windows and cells. "
+                       "The leaderboard's mase is the mean over channels, so a channel with a small scale (a slow, "
+                       "smooth signal such as EDA or respiration) weighs most in it, while RMSE and MAE weigh every "
+                       "channel in its normalised units: the two can rank models differently.")
+            grids = [("MASE", _channel_grid(long, "mase")), ("MAE (x100, normalised)", _channel_grid(long, "mae")),
+                     ("scale: in-sample seasonal-naive MAE (x100)", _channel_grid(long, "scale").mean().to_frame().T
+                      .rename(index={0: "scale"}))]
+            (out / f"mase_by_channel_{task}.txt").write_text(
+                caption + "\n\n" + "\n".join(f"{title}\n{_text(g)}" for title, g in grids))
+            (out / f"mase_by_channel_{task}.md").write_text(
+                md_escape(caption) + "\n\n" + "\n".join(f"{title}\n\n{_markdown(g)}" for title, g in grids))
+            done.produced.append(f"{task} MASE, MAE and MASE scale by channel: statistics/mase_by_channel_{task}."
+                                 "(txt|md|csv)")
         for metric, label in METRICS.items():
             sig = significance(frame, windows, task, metric, reference, alpha, n_boot)
             sig.to_csv(out / f"significance_{metric}_{task}.csv", index=False)

@@ -8,14 +8,22 @@ its replicates and captions from the task registry.  A task's own layout is its 
 Error metrics: the folds of one replicate are pooled exactly (RMSE = sqrt(sum SSE / sum N),
 MAE = sum SAE / sum N over every scored point of every fold); a table cell is the mean and sample
 std over replicates, x 100.  Replicates are the task's ``replicates`` (the settings, context/horizon,
-for forecasting, as the paper; settings x seeds for noise; the seeds for imputation).  A replicate counts only when
-every one of its folds finished ``ok``; a cell built from fewer replicates than were requested
-carries a dagger and a note.
+for forecasting, as the paper; settings x seeds for noise; the seeds for imputation).
+
+What a cell must hold is read from the records themselves: every fold, seed and replicate that any
+model has a row for on that dataset and condition (their product).  A replicate counts only when
+every one of its folds (and seeds) finished ``ok``; a cell that lacks any, whose rows come from
+several versions of the code, or from code or default weights that changed since ("mixed", "stale":
+``harness.configurations``) is marked (a dagger in every format), never bold or underlined, and a
+note says what is missing or wrong.  Each configuration of a model (``--model-option``, ``--weights``)
+is a row of its own (``harness.configurations``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from itertools import product
 
 import numpy as np
 import pandas as pd
@@ -32,10 +40,16 @@ class Entry:
     replicates: int
     requested: int
     status: str  # "ok" | "unavailable" | "error"
+    problem: str = ""  # why the number is no plain result although shown: "mixed", "stale" (notes say more)
 
     @property
     def partial(self) -> bool:
         return self.status == "ok" and self.replicates < self.requested
+
+    @property
+    def marked(self) -> bool:
+        """Shown with a dagger and a note, never ranked: partial, mixed or stale."""
+        return self.status == "ok" and (self.partial or bool(self.problem))
 
 
 @dataclass(frozen=True)
@@ -67,33 +81,70 @@ def _error_task(task: str):
 
 
 def pooled(frame: pd.DataFrame, task: str) -> pd.DataFrame:
-    """One row per (dataset, model, condition, replicate): folds pooled, completeness kept."""
+    """One row per (dataset, model, condition, replicate): folds pooled, completeness kept.
+
+    What a replicate must hold is every fold and seed any model has a row for on its dataset (their
+    product), and the replicates are the product of every replicate value seen on the dataset and
+    condition: a fold or replicate with no row at all is missing (``missing``), not forgotten."""
     rows = frame[frame["task"] == task]
-    # a task plugin written before issue #17 may still name the setting column "window"
-    reps = ["setting" if r == "window" else r for r in _error_task(task).replicates]
+    reps = reps_of(task)
+    inner = ["fold"] + ([] if "seed" in reps else ["seed"])
     out = []
-    for keys, g in rows.groupby(["dataset", "model", "condition", *reps], sort=False):
-        ok = g[g["status"] == "ok"]
-        n = float(ok["n_points"].sum()) if len(ok) else 0.0
-        complete = len(ok) == len(g) and n > 0
-        statuses = set(g["status"])
-        errors = sorted({e for e in g.loc[g["status"] != "ok", "error"] if isinstance(e, str) and e})
-        out.append({
-            **dict(zip(["dataset", "model", "condition", *reps], keys)),
+    for dataset, drows in rows.groupby("dataset", sort=False):
+        units = set(product(*[_unique(drows[c]) for c in inner]))
+        for condition, block in drows.groupby("condition", sort=False):
+            replicates = list(product(*[_unique(block[c]) for c in reps]))
+            for model, mrows in block.groupby("model", sort=False):
+                index = {k if isinstance(k, tuple) else (k,): g for k, g in mrows.groupby(reps, sort=False)}
+                for rep in replicates:
+                    out.append(_replicate(dataset, model, condition, dict(zip(reps, rep)),
+                                          index.get(rep, mrows.iloc[:0]), inner, units))
+    columns = ["dataset", "model", "condition", *reps, "rmse", "mae", "n_points", "folds_ok", "folds", "complete",
+               "status", "reason", "errors", "absent"]
+    return pd.DataFrame(out, columns=columns)
+
+
+def _unique(values: pd.Series) -> list:
+    return list(dict.fromkeys(values.tolist()))
+
+
+def _replicate(dataset, model, condition, rep: dict, g: pd.DataFrame, inner: list[str], units: set) -> dict:
+    """One replicate of one model: pooled when every expected fold (and seed) finished ok."""
+    ok = g[g["status"] == "ok"]
+    n = float(ok["n_points"].sum()) if len(ok) else 0.0
+    present = set(map(tuple, g[inner].itertuples(index=False, name=None))) if len(g) else set()
+    finished = set(map(tuple, ok[inner].itertuples(index=False, name=None))) if len(ok) else set()
+    complete = units <= finished and len(ok) == len(g) and n > 0
+    statuses = set(g["status"])
+    errors = sorted({e for e in g.loc[g["status"] != "ok", "error"] if isinstance(e, str) and e})
+    missing = sorted(units - present, key=str)
+    status = "ok" if complete else ("unavailable" if statuses == {"unavailable"} else "missing" if not len(g) else
+                                    "partial" if statuses == {"ok"} else "error")
+    absent = "" if not missing or status == "unavailable" else (
+        "no row" if not present else "no row for " + _units_text(missing, inner, units))
+    where = " ".join(str(v) for v in rep.values())
+    return {"dataset": dataset, "model": model, "condition": condition, **rep,
             "rmse": float(np.sqrt(ok["sse"].sum() / n)) if complete else np.nan,
             "mae": float(ok["sae"].sum() / n) if complete else np.nan,
-            "n_points": int(n), "folds_ok": len(ok), "folds": len(g), "complete": complete,
-            "status": "ok" if complete else ("unavailable" if statuses == {"unavailable"} else "error"),
-            "reason": errors[0] if errors else "",
-        })
-    return pd.DataFrame(out)
+            "n_points": int(n), "folds_ok": len(ok), "folds": len(units), "complete": complete,
+            "status": status, "reason": "; ".join(errors + ([f"{where}: {absent}"] if absent else [])),
+            "errors": "; ".join(errors), "absent": absent}
 
 
-def summary_entry(values: np.ndarray, statuses: set[str], requested: int) -> Entry:
+def _units_text(missing: list[tuple], inner: list[str], units: set, shown: int = 6) -> str:
+    """The missing folds (and seeds, when there are several) in words."""
+    several = [i for i, _ in enumerate(inner) if len({u[i] for u in units}) > 1 or inner[i] == "fold"]
+    names = list(dict.fromkeys(" ".join(f"{inner[i]} {u[i]}" for i in several) for u in missing))
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+def summary_entry(values: np.ndarray, statuses: set[str], requested: int, problem: str = "") -> Entry:
     if values.size:
         mean, std = mean_std(values * SCALE)
-        return Entry(mean, std, int(values.size), requested, "ok")
-    return Entry(np.nan, np.nan, 0, requested, "unavailable" if statuses == {"unavailable"} else "error")
+        return Entry(mean, std, int(values.size), requested, "ok", problem)
+    known = statuses - {"missing"}
+    return Entry(np.nan, np.nan, 0, requested, "unavailable" if known == {"unavailable"} else
+                 "partial" if known <= {"partial", "ok"} else "error")
 
 
 def error_table(frame: pd.DataFrame, task: str, condition: str | None = None, models: list[str] | None = None,
@@ -108,35 +159,96 @@ def error_table(frame: pd.DataFrame, task: str, condition: str | None = None, mo
     columns = tuple(Column(ds, m) for ds in datasets for m in ("RMSE", "MAE"))
     entries: dict[tuple[str, Column], Entry] = {}
     notes: list[str] = []
+    rows = frame[frame["task"] == task]
+    if condition is not None:
+        rows = rows[rows["condition"] == condition]
     for ds in datasets:
         for model in models:
             g = per[(per["dataset"] == ds) & (per["model"] == model)]
             if g.empty:
                 continue
             ok = g[g["complete"]]
+            problem = ""
+            if len(ok):
+                from harness.configurations import code_problem
+
+                problem = code_problem(rows[(rows["dataset"] == ds) & (rows["model"] == model)], task)
             for col in (Column(ds, "RMSE"), Column(ds, "MAE")):
-                entries[(model, col)] = summary_entry(ok[col.label.lower()].to_numpy(), set(g["status"]), len(g))
+                entries[(model, col)] = summary_entry(ok[col.label.lower()].to_numpy(), set(g["status"]), len(g),
+                                                      problem.split(":")[0])
             if len(ok) < len(g):
-                reason = next((r for r in g.loc[~g["complete"], "reason"] if r), "")
+                reasons = _incomplete_reasons(g[~g["complete"]], reps_of(task))
                 notes.append(f"{model} on {ds}: {len(ok)}/{len(g)} {_error_task(task).replicate_words} complete"
-                             + (f" ({reason})" if reason else ""))
+                             + (f" ({reasons})" if reasons else ""))
+            if problem:
+                notes.append(f"{model} on {ds}: {problem}")
+    notes += unrecorded_note(rows)
     measured = [m for m in models if any(e.status == "ok" for (name, _), e in entries.items() if name == m)]
-    return Table(caption, columns, tuple(models), entries, tuple(notes), model_notes(measured))
+    return Table(caption, columns, tuple(models), entries, tuple(notes), model_notes(registry_names(rows, measured), task))
 
 
-def model_notes(models) -> tuple[str, ...]:
+def reps_of(task: str) -> list[str]:
+    """The record columns of a task's replicates (``setting``: called ``window`` by plugins before issue #17)."""
+    return ["setting" if r == "window" else r for r in _error_task(task).replicates]
+
+
+def _incomplete_reasons(g: pd.DataFrame, reps: list[str]) -> str:
+    """Why replicates are incomplete, each reason once: the errors, then what has no row, and where."""
+    reasons = list(dict.fromkeys(e for errors in g["errors"] for e in errors.split("; ") if e))
+    absent: dict[str, list[str]] = {}
+    for _, r in g.iterrows():
+        if r["absent"]:
+            absent.setdefault(r["absent"], []).append(" ".join(str(r[c]) for c in reps))
+    reasons += [f"{what} ({', '.join(where)})" for what, where in absent.items()]
+    return "; ".join(reasons)
+
+
+def table_models(frame: pd.DataFrame, task: str) -> list[str] | None:
+    """The task's table rows in registry order (then the rest by name), a model's configurations together."""
+    from models.registry import all_specs
+
+    rows = frame[frame["task"] == task]
+    names = rows["model_name"] if "model_name" in rows else rows["model"]
+    present = list(dict.fromkeys(zip(names, rows["model"])))
+    rank = {m: i for i, m in enumerate([*all_specs(), "random"])}
+    ordered = sorted(present, key=lambda p: (rank.get(p[0], len(rank)), "" if p[0] in rank else p[0]))
+    return [label for _, label in ordered] or None
+
+
+def registry_names(frame: pd.DataFrame, models) -> list[str]:
+    """The registry names of table rows (a configuration's row is named ``model [option=value]``)."""
+    if "model_name" not in frame:
+        return list(models)
+    names = dict(zip(frame["model"], frame["model_name"]))
+    return list(dict.fromkeys(names.get(m, m) for m in models))
+
+
+def unrecorded_note(rows: pd.DataFrame) -> list[str]:
+    """A note when rows predate the code identity (their code cannot be compared with the current one)."""
+    from harness.configurations import unrecorded_code
+
+    described = rows[rows["model_info"].fillna("") != ""] if "model_info" in rows else rows.iloc[:0]
+    n = unrecorded_code(described)
+    if not n:
+        return []
+    return [f"{n} of these rows were written before soter-bench recorded the code behind each row: a change of "
+            "code since then cannot be detected in them (run --rerun recomputes them)"]
+
+
+def model_notes(models, task: str | None = None) -> tuple[str, ...]:
     """The registry's note of each model given (how it was run, where that differs from the paper):
-    callers pass the models with numbers in the table; models no longer registered have none."""
+    callers pass the models with numbers in the table; models no longer registered have none. A note
+    that concerns some tasks only (``ModelSpec.note_tasks``) is left out of the others' tables."""
     from models.registry import UnknownModelError, get_spec
 
     notes = []
     for model in models:
         try:
-            note = get_spec(model).note
+            spec = get_spec(model)
         except UnknownModelError:
             continue
-        if note:
-            notes.append(note)
+        if spec.note and (task is None or not spec.note_tasks or task in spec.note_tasks):
+            notes.append(spec.note)
     return tuple(notes)
 
 
@@ -171,11 +283,12 @@ def condition_tables(frame: pd.DataFrame, task: str, models: list[str] | None = 
 
 # -- rendering --------------------------------------------------------------------------
 def _ranks(table: Table) -> dict[tuple[str, Column], int]:
-    """1 for the best entry of each column, 2 for the second."""
+    """1 for the best entry of each column, 2 for the second; marked entries (partial, mixed, stale)
+    are not ranked."""
     ranks: dict[tuple[str, Column], int] = {}
     for col in table.columns:
         vals = [(e.mean, m) for (m, c), e in table.entries.items()
-                if c == col and e.status == "ok" and np.isfinite(e.mean)]
+                if c == col and e.status == "ok" and not e.marked and np.isfinite(e.mean)]
         vals.sort(key=lambda v: -v[0] if col.higher_is_better else v[0])
         for rank, (_, m) in enumerate(vals[:2], start=1):
             ranks[(m, col)] = rank
@@ -190,7 +303,7 @@ def _cell(entry: Entry | None, style: str, rank: int | None) -> str:
     mean = f"{entry.mean:.2f}"
     # a spread needs two samples: one setting or one seed has none, and "±0.00" would claim zero variance
     std = f"{entry.std:.2f}" if entry.replicates > 1 and np.isfinite(entry.std) else None
-    dagger = {"text": "+", "markdown": "†", "latex": r"^{\dagger}"}[style] if entry.partial else ""
+    dagger = {"text": "+", "markdown": "†", "latex": r"^{\dagger}"}[style] if entry.marked else ""
     if style == "text":
         return f"{mean}±{std}{dagger}" if std else f"{mean}{dagger}"
     if style == "markdown":
@@ -205,22 +318,25 @@ TEXT_WIDTH = 100  # text tables (terminal, .txt) fit this many columns; Markdown
 
 def render(table: Table, style: str = "text", with_model_notes: bool = True) -> str:
     """The table as text, Markdown or LaTeX. ``with_model_notes=False`` leaves out the registry's model
-    notes (the CLI prints them once per run instead of under each of a task's tables)."""
+    notes (the CLI prints them once per run instead of under each of a task's tables). Names from the
+    records (models, datasets) are escaped for the format: a newline, ``|``, ``$`` or ``{`` in a name
+    cannot break the table."""
     if style not in ("text", "markdown", "latex"):
         raise ValueError(f"unknown table style {style!r}")
     ranks = _ranks(table)
     notes = table.all_notes(with_model_notes)
-    header = ["Model"] + [f"{c.group} {c.label}" for c in table.columns]
-    body = [[model] + [_cell(table.entries.get((model, c)), style, ranks.get((model, c))) for c in table.columns]
-            for model in table.models]
+    name = {"text": plain, "markdown": md_escape, "latex": _tex}[style]
+    header = ["Model"] + [f"{name(c.group)} {name(c.label)}" for c in table.columns]
+    body = [[name(model)] + [_cell(table.entries.get((model, c)), style, ranks.get((model, c)))
+                             for c in table.columns] for model in table.models]
     if style == "text":
-        return _render_text(table.caption, header, body, notes)
+        return _render_text(plain(table.caption), header, body, tuple(plain(n) for n in notes))
     if style == "markdown":
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(r) + " |" for r in body]
-        out = [table.caption + " Best **bold**, second <u>underlined</u>.", "", *lines]
+        out = [md_escape(table.caption) + " Best **bold**, second <u>underlined</u>.", "", *lines]
         if notes:
-            out += ["", *[f"† {n}" for n in notes]]
+            out += ["", *[f"† {md_escape(n)}" for n in notes]]
         return "\n".join(out) + "\n"
     groups: list[tuple[str, int]] = []
     for c in table.columns:
@@ -234,8 +350,10 @@ def render(table: Table, style: str = "text", with_model_notes: bool = True) -> 
         "Model & " + " & ".join(rf"\multicolumn{{{n}}}{{c}}{{{_tex(g)}}}" for g, n in groups) + r" \\",
         " & ".join(["", *[_tex(c.label) for c in table.columns]]) + r" \\",
         r"\midrule",
-        *[" & ".join([_tex(r[0]), *r[1:]]) + r" \\" for r in body],
-        r"\bottomrule", r"\end{tabular}", r"\end{table}",
+        *[" & ".join(r) + r" \\" for r in body],
+        r"\bottomrule", r"\end{tabular}",
+        *[rf"\par\footnotesize $^{{\dagger}}$ {_tex(n)}" for n in notes],
+        r"\end{table}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -267,11 +385,27 @@ def _render_text(caption: str, header: list[str], body: list[list[str]], notes: 
     return "\n".join(out) + "\n"
 
 
+_TEX = {"\\": r"\textbackslash{}", "_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#", "$": r"\$", "{": r"\{",
+        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "±": r"$\pm$", "\n": " ", "\r": " "}
+_TEX_CHARS = re.compile("|".join(re.escape(k) for k in _TEX))
+
+
 def _tex(text: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("%", r"\%"), ("&", r"\&"), ("#", r"\#"),
-                 ("±", r"$\pm$")):
-        text = text.replace(a, b)
-    return text
+    """``text`` as LaTeX source that prints it (one pass: an escape is never escaped again)."""
+    return _TEX_CHARS.sub(lambda m: _TEX[m.group(0)], str(text))
+
+
+_MD_CHARS = re.compile(r"([\\`*_\[\]<>|#])")
+
+
+def md_escape(text: str) -> str:
+    """``text`` inside a Markdown table cell or line: on one line, with Markdown's characters escaped."""
+    return _MD_CHARS.sub(r"\\\1", plain(str(text)))
+
+
+def plain(text: str) -> str:
+    """``text`` on one line (a newline in a name would break every format's rows)."""
+    return " ".join(str(text).splitlines()) if ("\n" in str(text) or "\r" in str(text)) else str(text)
 
 
 def task_tables(frame: pd.DataFrame, task: str, models: list[str] | None = None,
@@ -279,7 +413,7 @@ def task_tables(frame: pd.DataFrame, task: str, models: list[str] | None = None,
     """Every table of a task as (file stem, table): the task's ``tables`` (``harness.tasks``)."""
     from harness.task_registry import get_task
 
-    return get_task(task).tables(frame, models, datasets)
+    return get_task(task).tables(frame, models if models is not None else table_models(frame, task), datasets)
 
 
 def file_stem(text: str) -> str:

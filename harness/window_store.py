@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.store import file_mode
+
 FOLDER = "window_errors"
 
 
@@ -31,6 +33,7 @@ def write_window_errors(out: Path, key: str, arrays: dict[str, np.ndarray] | Non
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     try:
+        os.fchmod(fd, file_mode())  # mkstemp makes it 0600; records and per-window files share one mode
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, **{name: np.asarray(value) for name, value in arrays.items()})
         os.replace(tmp, path)

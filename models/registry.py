@@ -120,6 +120,7 @@ class ModelSpec:
     tasks: tuple[str, ...] = ("forecasting", "imputation", "noise")  # tasks the model takes part in
     options: dict[str, Any] = field(default_factory=dict)
     note: str = ""  # printed under every table in which the model appears (e.g. how it was decoded)
+    note_tasks: tuple[str, ...] = ()  # the tasks whose tables the note concerns (empty: every task's)
     # "module:callable() -> path" of the weights the model loads when no --weights is given
     default_weights: str | None = None
 
@@ -147,17 +148,19 @@ class ModelSpec:
         """What, beyond its name, determines this model's results: a digest of the weights it will
         load (``weights=`` or its default checkpoint) and its options. Empty for a model with neither,
         so that its record keys stay as they were."""
+        return identity_digest(self.identity_parts(**options))
+
+    def identity_parts(self, **options: Any) -> dict[str, Any]:
+        """The options (registered and given, but the harness's seed) and the weights' digest (a hub id
+        stays a name) that :meth:`identity` digests: what tells two configurations of a model apart."""
         weights = options.get("weights")
         if weights is None and self.default_weights is not None:
             weights = _resolve(self.default_weights)()
         parts = {k: v for k, v in {**self.options, **options}.items() if k not in ("weights", "seed", "name")}
         if weights is not None:
             path = Path(str(weights)).expanduser()
-            parts["weights"] = weights_digest(path) if path.exists() else str(weights)  # a hub id stays a name
-        if not parts:
-            return ""
-        text = "|".join(f"{k}={parts[k]}" for k in sorted(parts))
-        return hashlib.sha1(text.encode()).hexdigest()[:12]
+            parts["weights"] = weights_digest(path) if path.exists() else str(weights)
+        return parts
 
     def model_capabilities(self) -> Capabilities | None:
         """Declared capabilities, else the factory class's (imports the factory's module only); None
@@ -201,32 +204,76 @@ class ModelSpec:
         return model
 
 
+def identity_digest(parts: dict[str, Any]) -> str:
+    """:meth:`ModelSpec.identity` of its :meth:`ModelSpec.identity_parts` ("" for none)."""
+    if not parts:
+        return ""
+    text = "|".join(f"{k}={parts[k]}" for k in sorted(parts))
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
 _NOT_WEIGHTS = frozenset({".md", ".txt", ".csv", ".png", ".pdf", ".jpg", ".jpeg", ".svg", ".log"})
+# what a checksum list must cover to stand for a folder: the files a loader reads as the model
+_MODEL_SUFFIXES = frozenset({".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx", ".h5", ".msgpack",
+                             ".npz", ".npy"})
+CHECKSUMS = "SHA256SUMS"
+_FILE_DIGESTS: dict[tuple[str, int, int, int], str] = {}  # (path, size, mtime_ns, inode) -> SHA-256 of the content
 
 
-def weights_digest(path: Path, sample: int = 1 << 20) -> str:
-    """A content digest of a weights folder (or file), cheap for multi-GB checkpoints: ``SHA256SUMS``
-    when the folder has one; else small files (configs, shard indexes) whole and large ones by size
-    and their first and last MiB, skipping documents, logs and figures. Replacing the weights changes
-    it; copying or touching them, or editing a model card, does not."""
-    if path.is_dir() and (path / "SHA256SUMS").is_file():  # a shipped checkpoint lists its weights' digests
-        return hashlib.sha256((path / "SHA256SUMS").read_bytes()).hexdigest()[:16]
-    h = hashlib.sha256()
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's whole content, hashed once per process for a given path, size, mtime and
+    inode (a cell that asks again, or a model describing its weights per cell, costs a stat)."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key not in _FILE_DIGESTS:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        _FILE_DIGESTS[key] = h.hexdigest()
+    return _FILE_DIGESTS[key]
+
+
+def weights_digest(path: Path) -> str:
+    """A content digest of a weights folder (or file): every byte of every file but documents, logs,
+    figures and hidden files. A ``SHA256SUMS`` in the folder stands for the files it lists only once
+    verified here (every listed file present with that SHA-256) and when it lists every model file
+    (``config.json``, shard indexes, weight files); its digest is then the list's, as before this check
+    existed. Changing any byte of the weights changes the digest; copying or touching them, or editing a
+    model card, does not. Each file is hashed once per process (:func:`file_sha256`)."""
+    path = Path(path)
     base = path if path.is_dir() else path.parent
     files = sorted(f for f in (path.rglob("*") if path.is_dir() else [path]) if f.is_file()
                    and f.suffix.lower() not in _NOT_WEIGHTS
                    and not any(part.startswith(".") for part in f.relative_to(base).parts))
+    if path.is_dir() and (path / CHECKSUMS).is_file():
+        listed = _verified_checksums(path)
+        model_files = {f.relative_to(path).as_posix() for f in files if f.name == "config.json"
+                       or f.name.endswith(".index.json") or f.suffix.lower() in _MODEL_SUFFIXES}
+        if listed is not None and model_files <= listed:
+            return hashlib.sha256((path / CHECKSUMS).read_bytes()).hexdigest()[:16]
+    h = hashlib.sha256()
     for f in files:
-        size = f.stat().st_size
-        h.update(f"{f.relative_to(base)}|{size}|".encode())
-        with open(f, "rb") as fh:
-            if size <= 2 * sample:
-                h.update(fh.read())
-            else:
-                h.update(fh.read(sample))
-                fh.seek(size - sample)
-                h.update(fh.read(sample))
+        h.update(f"{f.relative_to(base).as_posix()}|{f.stat().st_size}|{file_sha256(f)}|".encode())
     return h.hexdigest()[:16]
+
+
+def _verified_checksums(folder: Path) -> set[str] | None:
+    """The files a folder's ``SHA256SUMS`` lists, when every one is there with its listed SHA-256; else None."""
+    listed = set()
+    for line in (folder / CHECKSUMS).read_text(errors="replace").splitlines():
+        digest, _, name = line.strip().partition("  ")
+        name = name.lstrip("*")
+        target = folder / name
+        if not name or len(digest) != 64 or not target.is_file() or file_sha256(target) != digest.lower():
+            return None
+        listed.add(Path(name).as_posix())
+    return listed or None
+
+
+def resolve(target: str) -> Callable[..., Any]:
+    """The object a ``"module:attribute"`` string names (a factory, a check, a default-weights function)."""
+    return _resolve(target)
 
 
 def _resolve(target: str) -> Callable[..., Any]:
@@ -306,6 +353,7 @@ class SpecFields(TypedDict, total=False):
     tasks: tuple[str, ...]
     options: dict[str, Any]
     note: str
+    note_tasks: tuple[str, ...]
     default_weights: str | None
 
 

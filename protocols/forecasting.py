@@ -83,7 +83,7 @@ def evaluate_forecasting(
         per_window = window_errors(prediction, arrays.target, clean_context,
                                    np.array([w.recording for w in selection.windows], dtype=np.int64),
                                    np.array([w.start for w in selection.windows], dtype=np.int64),
-                                   quantiles, interface.QUANTILE_LEVELS)
+                                   quantiles, interface.QUANTILE_LEVELS, tuple(dataset.channels))
     return ForecastOutcome(
         errors=errors,
         n_windows=int(arrays.context.shape[0]),

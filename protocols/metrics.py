@@ -63,6 +63,11 @@ class WindowErrors:
     # 2 x pinball loss, averaged over the levels, summed over channels and steps) and summed |target|
     quantile_loss: np.ndarray | None = None
     abs_target: np.ndarray | None = None
+    # the mean over channels hides which channels decide MASE: [B, C] each channel's MAE over the horizon
+    # and its MASE scale (the in-sample seasonal-naive MAE, NaN when not usable), the channels' names [C]
+    channel_mae: np.ndarray | None = None
+    channel_scale: np.ndarray | None = None
+    channels: np.ndarray | None = None
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__ if getattr(self, name) is not None}
@@ -97,7 +102,7 @@ def quantile_loss(quantiles: np.ndarray, target: np.ndarray, levels: tuple[float
 
 def window_errors(prediction: np.ndarray, target: np.ndarray, context: np.ndarray,
                   recording: np.ndarray, start: np.ndarray, quantiles: np.ndarray | None = None,
-                  levels: tuple[float, ...] = ()) -> WindowErrors:
+                  levels: tuple[float, ...] = (), channels: tuple[str, ...] = ()) -> WindowErrors:
     """Per-window statistics of [B, C, H] forecasts (the pooled :class:`ErrorSums` are their sums)."""
     err = np.asarray(prediction, dtype=np.float64) - np.asarray(target, dtype=np.float64)
     if err.ndim != 3:
@@ -117,6 +122,8 @@ def window_errors(prediction: np.ndarray, target: np.ndarray, context: np.ndarra
         recording=np.asarray(recording, dtype=np.int64), start=np.asarray(start, dtype=np.int64),
         quantile_loss=None if quantiles is None else quantile_loss(quantiles, target, levels).sum(axis=(1, 2)),
         abs_target=None if quantiles is None else np.abs(np.asarray(target, dtype=np.float64)).sum(axis=(1, 2)),
+        channel_mae=abs_err.mean(axis=2), channel_scale=np.where(usable, scale, np.nan),
+        channels=np.asarray(channels if len(channels) == c else [f"channel {j}" for j in range(c)], dtype=str),
     )
 
 

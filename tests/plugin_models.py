@@ -109,3 +109,21 @@ class QuantileLastValue(Model):
     def _forecast_quantiles(self, batch, query_times, levels):
         point = self._forecast(batch, query_times)
         return point, point[..., None] + (np.asarray(levels) - 0.5) * self.spread
+
+
+@register_model(description="test only: simple exponential smoothing", default=False)
+class SimpleExpSmoothing(Model):
+    """Simple exponential smoothing per channel: the level after the context, repeated (test only; the
+    ``ses`` of docs/adding-a-baseline.md). ``alpha`` changes the numbers: two values are two configurations."""
+
+    name = "test-ses"
+    capabilities = Capabilities(multivariate=True)
+
+    def __init__(self, alpha: float = 0.5, seed: int = 0) -> None:
+        self.alpha = alpha
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        level = batch.values[:, :, 0]
+        for t in range(1, batch.values.shape[2]):
+            level = self.alpha * batch.values[:, :, t] + (1 - self.alpha) * level
+        return np.repeat(level[:, :, None], query_times.shape[1], axis=2)

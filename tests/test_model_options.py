@@ -107,8 +107,10 @@ def test_another_option_value_recomputes_and_the_same_value_reuses(folder, tmp_p
     other = execute(_config(folder, out, model, [("test-slow-last-value", "delay", 0.001)]))
     assert other.ran == 3 and set(other.keys).isdisjoint(first.keys)
     assert len(RecordStore(first.records_path).frame()) == 6  # both option values' rows are kept
-    frame = read_records(first.records_path)  # tables see the latest row of each cell only
-    assert set(frame.key) == set(other.keys) and set(frame.status) == {"ok"}
+    frame = read_records(first.records_path)  # two configurations: two models for tables, named by the option
+    assert set(frame.key) == set(other.keys) | set(first.keys) and set(frame.status) == {"ok"}
+    assert frame.groupby("model")["key"].apply(set).to_dict() == {
+        "test-slow-last-value [delay=0.0]": set(first.keys), "test-slow-last-value [delay=0.001]": set(other.keys)}
 
 
 def test_the_registered_value_given_again_keeps_the_key(folder, tmp_path):

@@ -74,18 +74,24 @@ def test_random_weight_rows_say_so_and_stay_out_of_every_table(random_run, capsy
     assert len(flagged) == 10 and set(flagged.model) == {"soter"} and (flagged.status == "ok").all()
     assert all(json.loads(i)["random_weights"] == RANDOM_WEIGHTS_NOTE for i in flagged.model_info)
     assert f"soter: {RANDOM_WEIGHTS_NOTE}, in no table: 10 rows (ok 10)" in printed
-    for table in (folder / "tables").glob("*.md"):  # the random run's own tables: nothing of it
-        assert "SOTER" not in table.read_text() and "soter" not in table.read_text()
-    # the later random run does not replace the trained SOTER's rows in the tables: they stay
+    # the later random run does not replace the trained SOTER's rows in the tables, nor make them a second
+    # configuration ("soter [weights=...]"): they stay, under SOTER's own name
     tables = read_records(folder / "records.csv")
     soter = tables[tables.model == "soter"]
     assert len(soter) == len(flagged) and not soter.model_info.map(is_random_info).any()
+    assert set(tables.model) == {"soter", "last-value"}
     assert set(random_weight_rows(folder / "records.csv")["key"]) == set(flagged["key"])
 
-    # `harness table` renders the trained rows only: SOTER's pooled RMSE x100 is the trained one's
     def pooled(rows):
         return f"{100 * np.sqrt(rows.sse.sum() / rows.n_points.sum()):.2f}"
 
+    # the random run's own tables (every current row of the folder, since #27): the trained SOTER only
+    for table in (folder / "tables").glob("*.md"):
+        text = table.read_text()
+        assert pooled(soter) in text and "soter [" not in text
+        if pooled(flagged) != pooled(soter):
+            assert pooled(flagged) not in text
+    # `harness table` renders the trained rows only: SOTER's pooled RMSE x100 is the trained one's
     assert main(["table", "forecasting", "--out", str(folder), "--format", "markdown"]) == 0
     shown = capsys.readouterr().out
     assert pooled(soter) in shown

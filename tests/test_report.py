@@ -107,7 +107,7 @@ def test_report_never_crashes_and_lists_what_it_could_not_produce(tmp_path):
     report = write_report(results, tmp_path / "out").path.read_text()
     assert "tab:main_results: 2 of 252 cells compared" in report  # SOTER's RMSE and MAE on MIT-BIH
     assert "tab:ablation: needs the ablation study" in report
-    assert "figure: gate similarity: needs a trained SOTER" in report
+    assert "figure: gate similarity: run `python -m harness.gates --out RESULTS/figures`" in report
     assert (tmp_path / "out" / "tables" / "forecasting.tex").is_file()
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -121,10 +121,14 @@ def test_report_writes_statistics_and_says_what_old_records_cannot_give(tmp_path
     _records(tmp_path / "new")
     assert main(["report", "--results", str(tmp_path / "new"), "--out", str(tmp_path / "rep")]) == 0
     folder = tmp_path / "rep" / "statistics"
-    for name in ("leaderboard_forecasting.md", "significance_rmse_forecasting_grid.md", "cd_rmse_forecasting.png",
-                 "cd_rmse_forecasting.pdf", "horizon_rmse_forecasting.png", "win_tie_loss_rmse_forecasting.txt"):
+    for name in ("leaderboard_forecasting.md", "significance_rmse_forecasting_grid.md",
+                 "horizon_rmse_forecasting.png", "win_tie_loss_rmse_forecasting.txt"):
         assert (folder / name).stat().st_size > 0, name
-    assert "leaderboard" in (tmp_path / "rep" / "REPORT.md").read_text()
+    report = (tmp_path / "rep" / "REPORT.md").read_text()
+    assert "leaderboard" in report
+    # one dataset: the diagram's blocks are its 2 test subjects, and C failed on S2: one complete block is too few
+    assert "critical-difference diagram (RMSE): a critical-difference diagram needs >= 2 models and >= 2 complete " \
+           "test subjects" in report and "blocks: 2 test subjects of d" in report
     _records(tmp_path / "old", with_windows=False)  # records written before per-window errors were kept
     assert main(["report", "--results", str(tmp_path / "old"), "--out", str(tmp_path / "rep-old")]) == 0
     text = (tmp_path / "rep-old" / "REPORT.md").read_text()

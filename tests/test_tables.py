@@ -47,16 +47,18 @@ def test_text_markdown_latex_render_exactly():
     table = forecasting_table(_rows(), models=["A", "B", "C"])
     # A: rmse windows sqrt(4/200)=0.1414, sqrt(18/200)=0.3 -> x100 mean 22.07, std 15.86/sqrt(2)=11.21;
     # mae 1.0, 3.0 -> 2.00 +- 1.41
-    # C: only 48/24 complete -> 10.00, one sample so no spread (partial, dagger); B: 40, 50 -> 45 +- 7.07
+    # C: only 48/24 complete -> 10.00, one sample so no spread (partial, dagger, never ranked: A is best);
+    # B: 40, 50 -> 45 +- 7.07
     md = render(table, "markdown").splitlines()
     assert md[2] == "| Model | toy RMSE | toy MAE |"
-    assert md[4] == "| A | <u>22.07</u> ± 11.21 | <u>2.00</u> ± 1.41 |"
-    assert md[5] == "| B | 45.00 ± 7.07 | 4.50 ± 0.71 |"
-    assert md[6] == "| C | **10.00**† | **1.00**† |"
+    assert md[4] == "| A | **22.07** ± 11.21 | **2.00** ± 1.41 |"
+    assert md[5] == "| B | <u>45.00</u> ± 7.07 | <u>4.50</u> ± 0.71 |"
+    assert md[6] == "| C | 10.00† | 1.00† |"
     assert md[-1] == "† C on toy: 1/2 settings complete (RuntimeError: boom)"
     tex = render(table, "latex")
-    assert r"A & $\underline{22.07}_{\pm 11.21}$ & $\underline{2.00}_{\pm 1.41}$ \\" in tex
-    assert r"C & $\mathbf{10.00}^{\dagger}$ & $\mathbf{1.00}^{\dagger}$ \\" in tex
+    assert r"A & $\mathbf{22.07}_{\pm 11.21}$ & $\mathbf{2.00}_{\pm 1.41}$ \\" in tex
+    assert r"C & $10.00^{\dagger}$ & $1.00^{\dagger}$ \\" in tex
+    assert "C on toy: 1/2 settings complete" in tex  # the note, in every format
     text = render(table, "text")
     assert "22.07±11.21" in text and "10.00+" in text and "±0.00" not in text
 

@@ -65,7 +65,7 @@ class Classification(Task):
     def classification_table(self, frame, budget: str = "budget=100%", models=None, datasets=None):
         """Macro-F1 and Macro-AUROC per dataset at one label budget, and the Macro-AUROC averaged over the
         datasets (a model needs a number on every one)."""
-        from harness.tables import Column, Entry, Table, measured_models, model_notes
+        from harness.tables import Column, Entry, Table, measured_models, model_notes, registry_names, unrecorded_note
 
         rows = frame[frame["task"] == self.name]
         if rows.empty:
@@ -74,14 +74,16 @@ class Classification(Task):
         models = models or list(dict.fromkeys(rows["model"]))
         columns: list[Column] = []
         entries: dict[tuple[str, Column], Entry] = {}
+        problems: list[str] = []
         for ds in datasets:
             for label, metric in METRICS:
                 col = Column(ds, label, higher_is_better=True)
                 columns.append(col)
                 for model in models:
-                    e = _class_entry(rows, model, ds, budget, metric)
+                    e, why = _class_entry(rows, model, ds, budget, metric)
                     if e is not None:
                         entries[(model, col)] = e
+                        problems += [why] if why else []
         avg = Column("Average", "Macro-AUROC", higher_is_better=True)
         columns.append(avg)
         for model in models:
@@ -92,32 +94,37 @@ class Classification(Task):
             if bad:
                 entries[(model, avg)] = Entry(np.nan, np.nan, 0, len(datasets), bad[0] if bad[0] != "ok" else "error")
             else:
+                marked = next((e for e in per_ds if e.marked), None)
                 entries[(model, avg)] = Entry(float(np.mean([e.mean for e in per_ds])), float("nan"), len(per_ds),
-                                              len(datasets), "ok")
-        notes = tuple(sorted({n for d in rows["details"] if isinstance(d, str) and d
-                              for n in _notes(d)}))
+                                              len(datasets), "ok",
+                                              "" if marked is None else (marked.problem or "partial"))
+        notes = tuple(dict.fromkeys(problems)) + tuple(sorted({n for d in rows["details"] if isinstance(d, str) and d
+                                                               for n in _notes(d)})) + tuple(unrecorded_note(rows))
         caption = (f"Linear-probe classification ({budget.split('=')[-1]} of the training labels): Macro-F1 and "
                    "Macro-AUROC x100 on pooled LOSO predictions, mean ± std over seeds.")
-        return Table(caption, tuple(columns), tuple(models), entries, notes, model_notes(measured_models(entries)))
+        return Table(caption, tuple(columns), tuple(models), entries, notes,
+                     model_notes(registry_names(rows, measured_models(entries)), self.name))
 
     def label_efficiency_table(self, frame, dataset: str, models=None):
         """Macro-F1 and Macro-AUROC on one dataset at each label budget (a column group per budget)."""
-        from harness.tables import Column, Table, measured_models, conditions, model_notes
+        from harness.tables import Column, Table, measured_models, conditions, model_notes, registry_names
 
         rows = frame[(frame["task"] == self.name) & (frame["dataset"] == dataset)]
         budgets = conditions(rows, self.name)
         models = models or list(dict.fromkeys(rows["model"]))
-        columns, entries = [], {}
+        columns, entries, problems = [], {}, []
         for b in budgets:
             for label, metric in METRICS:
                 col = Column(b.split("=")[-1], label, higher_is_better=True)
                 columns.append(col)
                 for model in models:
-                    e = _class_entry(rows, model, dataset, b, metric)
+                    e, why = _class_entry(rows, model, dataset, b, metric)
                     if e is not None:
                         entries[(model, col)] = e
+                        problems += [why] if why else []
         caption = f"Label efficiency on {dataset}: frozen linear probes with a share of the training labels, x100."
-        return Table(caption, tuple(columns), tuple(models), entries, (), model_notes(measured_models(entries)))
+        return Table(caption, tuple(columns), tuple(models), entries, tuple(dict.fromkeys(problems)),
+                     model_notes(registry_names(rows, measured_models(entries)), self.name))
 
     # -- figures -------------------------------------------------------------------------------
     def figures(self, frame, out_dir):
@@ -163,11 +170,11 @@ class Classification(Task):
             for (model, col), e in table.entries.items():
                 dataset = average if col.group == "Average" else col.group
                 rows.append(paper_cell("tab:classification", model, dataset, col.label, "budget=100%", e.mean, e.std,
-                                       e.status))
+                                       "partial" if e.marked else e.status))
             for ds in dict.fromkeys(cls["dataset"]):
                 for (model, col), e in self.label_efficiency_table(frame, ds).entries.items():
                     rows.append(paper_cell("tab:label_efficiency", model, ds, col.label, f"budget={col.group}", e.mean,
-                                           e.std, e.status))
+                                           e.std, "partial" if e.marked else e.status))
         return cells_frame(rows)
 
 
@@ -175,14 +182,29 @@ METRICS = (("Macro-F1", "macro_f1"), ("Macro-AUROC", "macro_auroc"))  # (table l
 
 
 def _class_entry(rows, model: str, dataset: str, condition: str, metric: str):
-    """The table entry of one (model, dataset, budget, metric): mean and std over seeds; None: no rows."""
+    """(the table entry of one model, dataset, budget and metric: mean and std over seeds, or None when the
+    model has no rows there; why it is marked, "" when it is not). Every seed any model has a row for on
+    that dataset and budget is expected: a seed without a finished row makes the entry partial."""
+    from harness.configurations import code_problem
     from harness.tables import summary_entry
 
-    g = rows[(rows["model"] == model) & (rows["dataset"] == dataset) & (rows["condition"] == condition)]
+    cell = rows[(rows["dataset"] == dataset) & (rows["condition"] == condition)]
+    g = cell[cell["model"] == model]
     if g.empty:
-        return None
+        return None, ""
+    expected = list(dict.fromkeys(cell["seed"].tolist()))
     ok = g[(g["status"] == "ok") & np.isfinite(g[metric])]
-    return summary_entry(ok[metric].to_numpy(), set(g["status"]), len(g))
+    missing = [s for s in expected if s not in set(ok["seed"].tolist())]
+    problem = code_problem(g, "classification") if len(ok) else ""
+    entry = summary_entry(ok[metric].to_numpy(), set(g["status"]), len(expected), problem.split(":")[0])
+    why = []
+    if missing and len(ok):
+        errors = sorted({e for e in g.loc[g["status"] != "ok", "error"] if isinstance(e, str) and e})
+        why.append(f"{model} on {dataset}, {condition}: {len(ok)}/{len(expected)} seeds complete (no finished row "
+                   f"for seed {', '.join(map(str, missing))}{'; ' + '; '.join(errors) if errors else ''})")
+    if problem:
+        why.append(f"{model} on {dataset}, {condition}: {problem}")
+    return entry, "; ".join(why)
 
 
 def _notes(details_json: str) -> list[str]:

@@ -60,11 +60,12 @@ class Imputation(ErrorTask):
             ok = g[g["complete"]]
             for metric in ("RMSE", "MAE"):
                 v = ok[metric.lower()].to_numpy() * SCALE
+                status = "ok" if len(v) == len(g) else "partial" if len(v) else g["status"].iloc[0]
                 rows.append(paper_cell(f"tab:e-imp{cond.split('=')[-1].rstrip('%')}", model, ds, metric, cond,
                                        float(v.mean()) if len(v) else np.nan,
-                                       float(v.std(ddof=1)) if len(v) > 1 else np.nan,
-                                       "ok" if len(v) else g["status"].iloc[0],
-                                       g["reason"].iloc[0] if not len(v) else ""))
+                                       float(v.std(ddof=1)) if len(v) > 1 else np.nan, status,
+                                       "" if status == "ok" else f"{len(v)} of {len(g)} seeds" if len(v)
+                                       else g["reason"].iloc[0]))
         return cells_frame(rows)
 
 

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from models.soter.config import ConfigError, SoterConfig
@@ -113,6 +113,37 @@ def load_state(path: Path) -> dict[str, torch.Tensor]:
     return _read(path / SINGLE)
 
 
+def stored_shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    """Every tensor's shape from the safetensors headers (no tensor is read)."""
+    files = [path / SINGLE]
+    if (path / INDEX).is_file():
+        try:
+            files = [path / f for f in sorted(set(json.loads((path / INDEX).read_text())["weight_map"].values()))]
+        except (json.JSONDecodeError, KeyError, AttributeError) as exc:
+            raise CheckpointError(f"{path / INDEX}: malformed shard index ({exc})") from exc
+    shapes: dict[str, tuple[int, ...]] = {}
+    for file in files:
+        if not file.is_file():
+            raise CheckpointError(f"{file}: missing weight file")
+        try:
+            with safe_open(str(file), framework="pt") as fh:
+                shapes.update({k: tuple(fh.get_slice(k).get_shape()) for k in fh.keys()})
+        except (SafetensorError, OSError, ValueError) as exc:
+            raise CheckpointError(f"{file}: unreadable or truncated safetensors file ({exc})") from exc
+    return shapes
+
+
+def _check_shapes(path: Path, expected: dict[str, tuple[int, ...]], stored: dict[str, tuple[int, ...]]) -> None:
+    missing = sorted(set(expected) - set(stored))
+    unexpected = sorted(set(stored) - set(expected))
+    wrong = sorted(k for k in set(expected) & set(stored) if tuple(expected[k]) != tuple(stored[k]))
+    if missing or unexpected or wrong:
+        raise CheckpointError(
+            f"{path}: weights do not match {path / 'config.json'}: "
+            + "; ".join(f"{label} {names[:3]}{'...' if len(names) > 3 else ''}" for label, names in
+                        (("missing", missing), ("unexpected", unexpected), ("wrong shape", wrong)) if names))
+
+
 def from_pretrained(path: str | Path, map_location: str = "cpu") -> SoterModel:
     path = Path(path)
     if not (path / "config.json").is_file():
@@ -123,16 +154,14 @@ def from_pretrained(path: str | Path, map_location: str = "cpu") -> SoterModel:
         cfg = SoterConfig.load(path / "config.json")
     except ConfigError as exc:
         raise CheckpointError(str(exc)) from exc
+    # the config against the weights' headers before anything is allocated: a model built on the meta
+    # device has every shape and no memory, so an oversized config.json is refused, not built
+    with torch.device("meta"):
+        shapes = {k: tuple(v.shape) for k, v in SoterModel(cfg).state_dict().items()}
+    _check_shapes(path, shapes, stored_shapes(path))
     model = SoterModel(cfg)
     state = load_state(path)
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
-    wrong = sorted(k for k in set(expected) & set(state) if expected[k].shape != state[k].shape)
-    if missing or unexpected or wrong:
-        raise CheckpointError(
-            f"{path}: weights do not match {path / 'config.json'}: "
-            + "; ".join(f"{label} {names[:3]}{'...' if len(names) > 3 else ''}" for label, names in
-                        (("missing", missing), ("unexpected", unexpected), ("wrong shape", wrong)) if names))
+    _check_shapes(path, {k: tuple(v.shape) for k, v in model.state_dict().items()},
+                  {k: tuple(v.shape) for k, v in state.items()})
     model.load_state_dict(state)
     return model.to(map_location).eval()

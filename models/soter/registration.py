@@ -37,6 +37,7 @@ register(ModelSpec(
     note="soter: forecasts decoded per query (one backbone pass, one ODE solve from h_T to each horizon "
          "step), not the paper's autoregressive rollout, which is too slow for the default CPU run: "
          "--models soter-autoregressive (docs/soter.md)",
+    note_tasks=("forecasting", "noise"),  # the forecast decoding: imputation and classification decode no forecast
 ))
 
 register(ModelSpec(
