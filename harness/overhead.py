@@ -120,14 +120,24 @@ def render_markdown(table: pd.DataFrame, ours: pd.DataFrame) -> str:
     return "\n".join(head + lines) + "\n"
 
 
-def accuracy_points(ours: pd.DataFrame, frame: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
+def accuracy_points(ours: pd.DataFrame, frame: pd.DataFrame, names: dict[str, str],
+                    left_out: list[tuple[str, str]] | None = None) -> pd.DataFrame:
     """Models with real weights (never random), measured here, with forecasting rows in the records: their
-    seconds per sample and mean RMSE x100 over their ok forecasting cells."""
+    seconds per sample and mean RMSE x100 over their ok forecasting cells. A model whose rows mix code
+    versions or come from changed code or default weights is left out, as from the statistics, and
+    appended to ``left_out`` with why."""
+    from harness.configurations import code_problem
+
     real = ours[(ours["weights"] != "random") & (ours["status"] == "ok")]
     fc = frame[(frame["task"] == "forecasting") & (frame["status"] == "ok")] if len(frame) else frame
     points = []
     for r in real.itertuples():
         rows = fc[fc["model"] == r.model] if len(fc) else fc
+        problem = code_problem(rows, "forecasting") if len(rows) else ""
+        if problem:
+            if left_out is not None:
+                left_out.append((f"accuracy against cost: {names.get(r.model, r.model)}", problem))
+            continue
         if len(rows) and r.seconds_per_sample == r.seconds_per_sample:
             points.append({"model": names.get(r.model, r.model), "seconds_per_sample": r.seconds_per_sample,
                            "rmse_x100": 100 * float(rows["rmse"].mean()), "cells": len(rows)})
@@ -179,7 +189,7 @@ def write_overhead(results: Path, out: Path, frame: pd.DataFrame, names: dict[st
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(render_markdown(table, ours) + f"\nMeasurements: {found}\n")
     produced.append(f"table: System Overhead ({target.relative_to(out).as_posix()}, from {found})")
-    points = accuracy_points(ours, frame, names)
+    points = accuracy_points(ours, frame, names, missing)
     if len(points) < 2:
         missing.append(("figure: accuracy against cost",
                         "fewer than two models with trained weights have both an overhead measurement and "

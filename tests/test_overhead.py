@@ -323,3 +323,28 @@ def test_the_report_shows_a_latency_whose_batch_was_cut_short(tmp_path):
     row = table[table.Model == "TimeMoE-Large"].iloc[0]
     assert row["s/sample, batch 1 (ours)"] == "2.5 s" and row["s/sample, batch 32 (ours)"] == ""
     assert row["Status"] == "ok (batch of 32: not measured: over 600 s)"
+
+
+def test_the_accuracy_vs_cost_plot_leaves_out_rows_of_mixed_code(random_run):
+    """As the tables and statistics do since #27: a model whose forecasting rows were computed by two
+    versions of the code has no accuracy to plot; it is named with why."""
+    from harness.configurations import IDENTITY, parse_info
+    from harness.overhead import accuracy_points, read_overhead
+    from harness.report import paper_model_names
+    from harness.store import read_records
+
+    folder = random_run[0]
+    frame = read_records(folder / "records.csv")
+    soter = frame.index[frame.model == "soter"]
+
+    def with_code(info: str, code: str) -> str:
+        parsed = parse_info(info)
+        return json.dumps({**parsed, IDENTITY: {**parsed.get(IDENTITY, {}), "code": code}})
+
+    frame.loc[soter, "model_info"] = [with_code(frame.at[i, "model_info"], f"code{n % 2}")
+                                      for n, i in enumerate(soter)]
+    ours = read_overhead(_overhead_csv(folder.parent))
+    left_out: list[tuple[str, str]] = []
+    points = accuracy_points(ours, frame, paper_model_names(), left_out)
+    assert set(points.model) == {"last-value"}
+    assert [what for what, _ in left_out] == ["accuracy against cost: SOTER"] and "mixed" in left_out[0][1]
