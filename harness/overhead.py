@@ -80,22 +80,33 @@ def overhead_table(ours: pd.DataFrame, theirs: pd.DataFrame, names: dict[str, st
         if theirs_row is not None and theirs_row.parameters_meaning != "parameters":
             paper_params = f"{paper_params} {theirs_row.parameters_meaning.split()[0]}"
         ok = r.status == "ok"
-        rows.append({
+        row = {
             "Model": names.get(r.model, r.model) + (" (autoregressive)" if r.model == "soter-autoregressive" else ""),
             "Weights": weights,
             "Parameters (ours)": params if ok or params else "",
             "Parameters (paper)": paper_params or "",
             "s/sample, batch 1 (ours)": _seconds(r.seconds_per_sample) if ok else "",
-            f"s/sample, batch {int(r.batch) if r.batch == r.batch else '-'} (ours)":
-                _seconds(r.seconds_per_sample_batched) if ok else "",
+        }
+        if ok and r.batch == r.batch:  # rows that measured no batch add no column of their own
+            row[f"s/sample, batch {int(r.batch)} (ours)"] = _seconds(r.seconds_per_sample_batched)
+        reason = str(r.reason)
+        if reason.startswith(f"{r.status}: "):  # the benchmark's limit messages begin with the status already
+            reason = reason[len(r.status) + 2:]
+        rows.append({
+            **row,
             "s/sample (paper)": f"{theirs_row.seconds_per_sample} s" if theirs_row is not None else "",
             "Peak memory (ours)": f"{r.peak_rss_gib:.2f} GiB" if ok and r.peak_rss_gib == r.peak_rss_gib else "",
             "Load average": f"{r.load_before} -> {r.load_after}",
-            "Status": (f"ok ({r.reason})" if r.reason else "ok") if ok else f"{r.status}: {r.reason}",
+            "Status": (f"ok ({reason})" if reason else "ok") if ok else f"{r.status}: {reason}",
         })
     table = pd.DataFrame(rows)
-    # the batched column's header carries the batch size; rows measured at other sizes keep their own columns
-    return table.loc[:, table.notna().any()].fillna("")
+    # the batched column's header carries the batch size; rows measured at other sizes keep their own columns,
+    # all beside the batch-1 column whichever row came first
+    batched = sorted((c for c in table.columns if c.startswith("s/sample, batch ") and c != "s/sample, batch 1 (ours)"),
+                     key=lambda c: int(c.split()[2]))
+    rest = [c for c in table.columns if c not in batched]
+    at = rest.index("s/sample, batch 1 (ours)") + 1
+    return table[rest[:at] + batched + rest[at:]].fillna("")
 
 
 def render_markdown(table: pd.DataFrame, ours: pd.DataFrame) -> str:

@@ -348,3 +348,22 @@ def test_the_accuracy_vs_cost_plot_leaves_out_rows_of_mixed_code(random_run):
     points = accuracy_points(ours, frame, paper_model_names(), left_out)
     assert set(points.model) == {"last-value"}
     assert [what for what, _ in left_out] == ["accuracy against cost: SOTER"] and "mixed" in left_out[0][1]
+
+
+def test_rows_without_a_batch_add_no_column_and_say_their_status_once(tmp_path):
+    """A not-measured row first in the file (no batch size) made an empty 'batch -' column, and the limit's
+    message repeated the status ('not measured: not measured: over 600 s')."""
+    from harness.overhead import overhead_table, read_overhead, read_paper
+
+    path = _overhead_csv(tmp_path)
+    frame = pd.read_csv(path)
+    frame = pd.concat([frame[frame.model == "mira-large"], frame[frame.model != "mira-large"]])
+    frame.loc[frame.model == "mira-large", "reason"] = "not measured: over 600 s (load, warm-up, 3 samples)"
+    frame.to_csv(path, index=False)
+    table = overhead_table(read_overhead(path), read_paper(), {"mira-large": "MIRA-Large"})
+    columns = list(table.columns)
+    assert [c for c in columns if c.startswith("s/sample, batch")] == ["s/sample, batch 1 (ours)",
+                                                                      "s/sample, batch 32 (ours)"]
+    assert columns.index("s/sample, batch 32 (ours)") == columns.index("s/sample, batch 1 (ours)") + 1
+    status = table[table.Model == "MIRA-Large"].iloc[0]["Status"]
+    assert status == "not measured: over 600 s (load, warm-up, 3 samples)"
