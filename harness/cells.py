@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from models.random_weights import RANDOM_WEIGHTS_NOTE, random_weights_marker
 from models.registry import ModelUnavailableError, get_spec
 from protocols.classification import embed_segments
 from protocols.data import Dataset, dataset_fingerprint
@@ -111,8 +112,12 @@ def _classification(cell: Cell, dataset: Dataset) -> dict[str, object]:
 
 def model_info(model: Model, cell: Cell) -> str:
     """The model's ``describe()`` and the device it ran on (``--device``; cpu unless a device was passed),
-    without absolute paths (:func:`shareable`): records travel, home folders should not."""
-    info = {"device": dict(cell.model_options).get("device", "cpu"), **model.describe()}
+    without absolute paths (:func:`shareable`): records travel, home folders should not. With weights from
+    a random-weight folder also ``random_weights`` (such rows never reach a table)."""
+    options = dict(cell.model_options)
+    info = {"device": options.get("device", "cpu"), **model.describe()}
+    if random_weights_marker(options.get("weights")) is not None:
+        info["random_weights"] = RANDOM_WEIGHTS_NOTE
     return json.dumps(shareable(info), sort_keys=True, default=str)
 
 

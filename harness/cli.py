@@ -85,6 +85,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trust-remote-code", nargs="+", default=[], metavar="MODEL",
                      help="allow these models (Timer, Sundial, TimeMoE, MIRA, Aurora) to run the Python code that "
                           "ships with their checkpoint; review that code first")
+    run.add_argument("--random-weights", nargs="+", default=[], metavar="MODEL",
+                     help="run these models (also named in --models) at their published size with RANDOM weights, "
+                          "for speed and shapes only: their rows say so and no table shows them "
+                          "(docs/published-sizes.md)")
     run.add_argument("--device", default="auto", metavar="auto|cpu|cuda|cuda:N",
                      help="where models that can use a GPU run (default: auto, CUDA when available); "
                           "statistical baselines always run on the CPU")
@@ -270,7 +274,8 @@ def _run(args: argparse.Namespace) -> int:
         noise_levels=tuple(args.levels) if args.levels else None,
         missing_rates=percentages("--rates", "missing rates", args.rates) if args.rates else None,
         budgets=percentages("--budgets", "label budgets", args.budgets),
-        rerun=args.rerun, weights=_parse_weights(args.weights), trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
+        rerun=args.rerun, weights=_parse_weights(args.weights) + _random_weights(args),
+        trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
         data_root=args.data_root, device=args.device, model_options=tuple(parse_model_option(o) for o in args.model_option),
         **stress_cli.run_options(args),
     )
@@ -286,12 +291,42 @@ def _run(args: argparse.Namespace) -> int:
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.status_counts.items()))
     again = f" ({summary.recomputed} of them recomputed: their code changed)" if summary.recomputed else ""
     print(f"{summary.planned} cells: {summary.skipped_done} already done, {summary.ran} run now{again}; rows: {counts}")
+    _note_random_weights(summary.records_path, set(summary.keys))
     print(f"records: {summary.records_path}; tables: {out / 'tables'}")
     if not summary.status_counts.get("ok"):
         print(f"error: nothing was scored: none of the {summary.planned} cells finished ok ({counts}); "
               "the table's notes and the records' error column say why", file=sys.stderr)
         return EXIT_NOTHING_SCORED
     return 0
+
+
+def _random_weights(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    """``--random-weights MODEL``: the folder of MODEL's published architecture with random weights (built
+    once, cached), passed as its weights. The model must be among ``--models`` and have no ``--weights``."""
+    if not args.random_weights:
+        return ()
+    from baselines.published import random_checkpoint
+
+    given = {item.partition("=")[0] for item in args.weights}
+    pairs = []
+    for model in dict.fromkeys(args.random_weights):
+        if model not in args.models:
+            raise SpecError(f"--random-weights {model}: name it in --models too")
+        if model in given:
+            raise SpecError(f"--random-weights {model}: it also has --weights; give one or the other")
+        pairs.append((model, str(random_checkpoint(model))))
+    return tuple(pairs)
+
+
+def _note_random_weights(records_path: Path, keys: set[str]) -> None:
+    """Say which of this run's rows were made with random weights: no table shows them."""
+    from harness.store import random_weight_rows
+
+    rows = random_weight_rows(records_path)
+    rows = rows[rows["key"].isin(keys)]
+    for model, group in rows.groupby("model", sort=False):
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(group["status"].value_counts().items()))
+        print(f"{model}: random weights (speed and shape only), in no table: {len(group)} rows ({counts})")
 
 
 def _stat_tasks() -> tuple[str, ...]:

@@ -276,6 +276,10 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
     statistics = write_statistics(frame, results.parent if results.is_file() else results, out / "statistics",
                                   reference=reference)
     produced, missing = produced + statistics.produced, missing + statistics.missing
+    from harness.overhead import write_overhead  # the System Overhead appendix (benchmarks/system_overhead.py)
+
+    made, not_made = write_overhead(results, out, frame, paper_model_names(), records_file, paper_dir)
+    produced, missing = produced + made, missing + not_made
     report = out / "REPORT.md"
     header = (f"Records: {records_file} ({len(frame)} rows). Paper tables: {paper_dir}. "
               f"Study outputs ({', '.join(f for f, _ in STUDY_OUTPUTS.values())}): searched under {root}.")
