@@ -81,7 +81,7 @@ def register_card(card: Card, factory: type[Model] | Callable[..., Model] | str,
         licence=card.licence, requires=card.requires, extra=card.extra, environment=card.environment,
         check=check, default=default, tasks=card.tasks,
         capabilities=card.capabilities, options={"card": card.name, **card.options},
-        paper_name=card.paper_name, native_horizon=card.native_horizon, hub_weights=True,
+        paper_name=card.paper_name, native_horizon=card.native_horizon, hub_weights=True, paper_params=card.paper_params,
     ))
 
 

@@ -90,6 +90,11 @@ ENVS: dict[str, EnvSpec] = {
                                "from gluonts.torch.distributions.studentT import StudentTOutput; "
                                "from gluonts.torch.modules.loss import NegativeLogLikelihood"),
     "ttm": EnvSpec("ttm", "ttm.txt", check="from tsfm_public.models.tinytimemixer import TinyTimeMixerForPrediction"),
+    # Time-MoE, MIRA, Timer, Sundial: their checkpoints' own code, written for transformers 4.40
+    "transformers440": EnvSpec("transformers440", "transformers440.txt",
+                               check="import transformers, torchdiffeq, accelerate, sktime.utils.dependencies; "
+                                     "from transformers.modeling_attn_mask_utils import _prepare_4d_causal_attention_mask; "
+                                     "assert transformers.__version__ == '4.40.1', transformers.__version__"),
     "timesfm1": EnvSpec("timesfm1", "timesfm1.txt",
                         check="from timesfm.timesfm_torch import TimesFmTorch; "
                               "from timesfm.pytorch_patched_decoder import PatchedTimeSeriesDecoder"),
@@ -283,7 +288,9 @@ class WorkerModel(Model):
     The worker loads the model once (``load`` request) and then answers ``forecast`` (values and
     mask [B, C, T] in, [B, C, H] out; with ``levels`` asked, also ``quantiles`` [B, C, H, Q] from the
     same pass) and ``embed`` ([B, C, T] in, [B, D] out). Query times are taken as successive steps of
-    the context grid, as for the in-process foundation adapters. Quantiles are asked of a worker only
+    the context grid, as for the in-process foundation adapters, except for a worker whose load info says
+    ``uses_times`` (MIRA's continuous-time positions): it also gets ``timestamps`` [B, T] and
+    ``query_times`` [B, H]. Quantiles are asked of a worker only
     when the card declares ``quantiles`` and the worker's load info names its ``quantile_levels``
     (a list, or ``"any"`` for sample-path models).
     """
@@ -297,7 +304,7 @@ class WorkerModel(Model):
         self._info = {"name": name, **(info or {}), **reply.get("info", {})}
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
-        return self._request_forecast(batch, query_times.shape[1], None)[0]
+        return self._request_forecast(batch, query_times, None)[0]
 
     def _forecast_quantiles(self, batch: SeriesBatch, query_times: np.ndarray,
                             levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -313,19 +320,23 @@ class WorkerModel(Model):
                 raise ValueError(f"{self.name}: quantile levels must lie in (0, 1), not {wrong}")
         else:
             quantile_indices(offered, levels, self.name)  # the worker picks them: only refuse what it lacks
-        return self._request_forecast(batch, query_times.shape[1], levels)
+        return self._request_forecast(batch, query_times, levels)
 
-    def _request_forecast(self, batch: SeriesBatch, h: int,
+    def _request_forecast(self, batch: SeriesBatch, query_times: np.ndarray,
                           levels: tuple[float, ...] | None) -> tuple[np.ndarray, np.ndarray | None]:
         """One ``forecast`` request; ``levels`` None asks for the point only. Returned arrays are checked:
         shapes (in :meth:`Worker.call`) and, for the quantiles, finite values."""
         b, c, _ = batch.shape
+        h = query_times.shape[1]
+        inputs = {"values": batch.values, "mask": batch.mask}
+        if self._info.get("uses_times"):
+            inputs.update(timestamps=batch.timestamps, query_times=query_times)
         args: dict[str, Any] = {"horizon": h, "seed": self._seed}
         expect: dict[str, tuple[int | None, ...]] = {"forecast": (b, c, h)}
         if levels is not None:
             args["levels"] = list(levels)
             expect["quantiles"] = (b, c, h, len(levels))
-        out = self._worker.call("forecast", {"values": batch.values, "mask": batch.mask}, args, expect=expect)
+        out = self._worker.call("forecast", inputs, args, expect=expect)
         point = out["forecast"].astype(np.float64)
         if levels is None:
             return point, None

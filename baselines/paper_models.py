@@ -2,9 +2,10 @@
 
 * Transformers remote-code models (Timer, Sundial, TimeMoE, MIRA, Aurora) load a local snapshot
   of the official checkpoint with ``trust_remote_code=True`` only when the user passes
-  ``--trust-remote-code NAME`` (and ``--weights NAME=DIR``): :class:`RemoteCodeForecaster`. Their
-  code was written for transformers 4.40 (Timer, MIRA, TimeMoE say so); newer transformers may
-  fail to load it, which then shows as that model's ``error`` rows.
+  ``--trust-remote-code NAME`` (and ``--weights NAME=DIR``): :func:`RemoteCodeForecaster`, a worker
+  (``baselines/workers/remote_code_worker.py``). Timer, Sundial, TimeMoE and MIRA run it in their own
+  environment with transformers 4.40.1 (their code's pin; transformers 5 cannot import it), Aurora
+  (transformers >= 4.50) under this environment's Python.
 * MOMENT, Moirai (Moirai-MoE, Moirai 2.0), TTM and TimesFM 1.0/2.0, whose libraries conflict with
   this project, run in their own cached virtual environment through a worker
   (:mod:`baselines.isolated`, docs/isolated-environments.md); without weights their status is
@@ -20,91 +21,65 @@ Parameter counts are the paper's ("Paras": parameters activated per inference st
 
 from __future__ import annotations
 
-import numpy as np
+import sys
 
-from baselines.foundation import CARDS, Card, FoundationModel, register_card
-from baselines.isolated import IsolatedForecaster, LagLlamaForecaster, check as isolated_check, check_lag_llama
+from baselines.foundation import CARDS, Card, check as check_weights, register_card, resolve_weights
+from baselines.isolated import (ENVS, ENVS_DIR, WORKERS_DIR, IsolatedForecaster, LagLlamaForecaster, WorkerModel,
+                                check as isolated_check, check_lag_llama, ensure_env)
 from baselines.normwear_model import NormWear, check as normwear_check
 from baselines.tfc_model import TFC, check as tfc_check
 from models.registry import ModelUnavailableError
-from protocols.interface import Capabilities, SeriesBatch
+from protocols.interface import Capabilities
 
 _HF_FILES = (("config.json",), ("*.safetensors", "*.bin"))
 _REMOTE_FILES = (("config.json",), ("*.safetensors", "*.bin"), ("modeling_*.py",))
-_TRANSFORMERS_440 = "its checkpoint code targets transformers 4.40.1; a newer transformers may not load it"
+_TRANSFORMERS_440 = ("its checkpoint's code was written for transformers 4.40.1 (transformers 5 cannot import it): runs in "
+                     "its own virtual environment (baselines/envs/transformers440.txt), created on first use")
+_IN_440 = {"env": "transformers440"}
 
 
-class RemoteCodeForecaster(FoundationModel):
-    """An ``AutoModelForCausalLM`` checkpoint with its own code and a ``generate`` that forecasts.
+def RemoteCodeForecaster(card: str, weights: str | None = None, trust_remote_code: bool = False, device: str = "cpu",
+                         seed: int = 0, output: str = "append", normalise: bool = True, num_samples: int = 20,
+                         generate_kwargs: dict | None = None, span: int = 64, terminal_ode: bool = False,
+                         env: str | None = None) -> WorkerModel:
+    """An ``AutoModelForCausalLM`` checkpoint with its own code, served by ``baselines/workers/remote_code_worker.py``.
 
-    Per channel. ``output`` says how ``generate`` returns the forecast: ``"append"`` (context and
-    forecast, [N, T + H]: Timer, TimeMoE, MIRA) or ``"samples"`` ([N, S, H]: Sundial, Aurora; the
-    point forecast is the sample mean, and quantile forecasts come from the same samples). ``normalise`` standardises each context (mean/std over the
-    context) before the call and undoes it after, as the model cards do.
+    Per channel. Only with ``--trust-remote-code NAME`` (the flag comes first, then the weights, then the
+    environment). ``env`` names the isolated environment the card's code needs (``transformers440`` for
+    the code written for transformers 4.40); None runs the worker under this environment's Python.
+    ``output`` says how the model forecasts: ``"append"`` (``generate`` -> one path: Timer, TimeMoE),
+    ``"samples"`` (``generate(..., num_samples)`` -> sample paths whose mean is the point and whose
+    empirical quantiles are the quantile forecasts: Sundial, Aurora) or ``"mira"`` (MIRA's own
+    step-by-step loop on values and timestamps); ``normalise`` standardises each context (mean/std over
+    the context) before the call and undoes it after, as the model cards do; ``span``: steps generated
+    per call (then cut to H), so that a step's forecast does not depend on the horizon asked for.
     """
-
-    uses_transformers = True
-
-    def __init__(self, card: str, weights: str | None = None, trust_remote_code: bool = False, device: str = "cpu",
-                 seed: int = 0, output: str = "append", normalise: bool = True, num_samples: int = 20,
-                 generate_kwargs: dict | None = None) -> None:
-        if not trust_remote_code:
-            name = CARDS[card].name
-            raise ModelUnavailableError(f"{name} runs its checkpoint's own code: pass --trust-remote-code {name}")
-        self._seed = seed
-        super().__init__(card, weights, device, seed, output=output, normalise=normalise, num_samples=num_samples,
-                         generate_kwargs=generate_kwargs)
-
-    def _load(self, source: str, device: str, output: str, normalise: bool, num_samples: int,
-              generate_kwargs: dict | None) -> dict[str, object]:
-        import torch
-        from transformers import AutoModelForCausalLM
-
-        self._torch = torch
-        self._model = AutoModelForCausalLM.from_pretrained(source, trust_remote_code=True).to(device).eval()
-        self._device, self._output, self._normalise = device, output, normalise
-        self._num_samples, self._kwargs = num_samples, dict(generate_kwargs or {})
-        return {"trust_remote_code": True, "output": output, "normalise": normalise,
-                "num_samples": num_samples if output == "samples" else None}
-
-    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
-        return self._forecast_quantiles(batch, query_times, ())[0]
-
-    def _forecast_quantiles(self, batch: SeriesBatch, query_times: np.ndarray,
-                            levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
-        """The point and, for a sampling model, any quantiles of the same seeded sample paths.
-
-        The point is computed exactly as without quantiles (the sample mean), so RMSE/MAE do not
-        depend on whether quantiles were asked; the quantiles interpolate linearly between samples."""
-        torch = self._torch
-        if levels and self._output != "samples":
-            raise ValueError(f"{self.name} gives one forecast path, not quantiles {list(levels)}")
-        h = query_times.shape[1]
-        x = batch.values[:, 0] if batch.mask.all() else _carry_forward(batch)
-        mean = x.mean(axis=1, keepdims=True) if self._normalise else 0.0
-        std = np.where(x.std(axis=1, keepdims=True) > 1e-8, x.std(axis=1, keepdims=True), 1.0) if self._normalise else 1.0
-        inputs = torch.as_tensor((x - mean) / std, dtype=torch.float32, device=self._device)
-        torch.manual_seed(self._seed)  # sampling models: the same draws on every call
-        with torch.no_grad():
-            if self._output == "samples":
-                out = self._model.generate(inputs, max_new_tokens=h, num_samples=self._num_samples, **self._kwargs)
-                pred = out.float().mean(dim=1)[:, -h:]
-            else:
-                out = self._model.generate(inputs, max_new_tokens=h, **self._kwargs)
-                pred = out.float()[:, -h:]
-        point = (np.asarray(pred.cpu(), dtype=np.float64) * std + mean)[:, None, :]
-        if not levels:
-            return point, np.empty(point.shape + (0,))
-        paths = np.asarray(out.float()[:, :, -h:].cpu(), dtype=np.float64)  # [N, S, H], normalised
-        scale, shift = (np.broadcast_to(np.asarray(v, dtype=np.float64), (len(x), 1))[:, :, None] for v in (std, mean))
-        quantiles = np.quantile(paths * scale + shift, list(levels), axis=1)  # [Q, N, H]
-        return point, np.moveaxis(quantiles, 0, -1)[:, None]  # [N, 1, H, Q]
+    c: Card = CARDS[card]
+    if not trust_remote_code:
+        raise ModelUnavailableError(f"{c.name} runs its checkpoint's own code: pass --trust-remote-code {c.name}")
+    source = resolve_weights(c, weights)
+    python, info = (sys.executable, {"environment": "this one"}) if env is None else _environment(env)
+    options = {"device": device, "output": output, "normalise": normalise, "num_samples": num_samples,
+               "generate_kwargs": dict(generate_kwargs or {}), "span": span, "terminal_ode": terminal_ode}
+    return WorkerModel(c.name, c.capabilities, python, WORKERS_DIR / "remote_code_worker.py", weights=source, seed=seed,
+                       options=options, info={**info, "weights": source})
 
 
-def _carry_forward(batch: SeriesBatch) -> np.ndarray:
-    from protocols.interface import fill_prefix
+def _environment(env: str) -> tuple[str, dict[str, str]]:
+    spec = ENVS[env]
+    python = ensure_env(spec)
+    files = ", ".join(str(p.relative_to(ENVS_DIR.parent.parent)) for p in spec.files())
+    return str(python), {"environment": f"{spec.name} ({files})", "env_dir": str(spec.root())}
 
-    return fill_prefix(batch).values[:, 0]
+
+def check_remote_code(card: str, weights: str | None = None, trust_remote_code: bool = False, env: str | None = None,
+                      **options: object) -> str | None:
+    """Registry check (cheap): the flag, then the weights, then (for an isolated card) that a virtual
+    environment can be made here."""
+    reason = check_weights(card, weights=weights, trust_remote_code=trust_remote_code)
+    if reason is not None or env is None:
+        return reason
+    return isolated_check(card, env, weights=weights, trust_remote_code=trust_remote_code)
 
 
 _PER_CHANNEL = Capabilities(multivariate=False)
@@ -112,32 +87,36 @@ _PER_CHANNEL = Capabilities(multivariate=False)
 # ------------------------------------------------------------------ transformers remote code
 for card in (
     Card("timer-base", "Timer", "84.14M", "thuml/timer-base-84m", source="Hugging Face", licence="Apache-2.0 (weights)",
-         requires=("transformers",), extra="remote-code", files=_REMOTE_FILES, remote_code=True,
+         requires=(), extra=None, files=_REMOTE_FILES, remote_code=True,
          capabilities=Capabilities(multivariate=False, min_context=96, settings=((96, 48), (128, 64))),
-         native_horizon=96, notes="the paper runs it on 96/48 and 128/64 only (96-step input token); " + _TRANSFORMERS_440),
+         native_horizon=96, options=_IN_440,
+         notes="the paper runs it on 96/48 and 128/64 only (96-step input token); " + _TRANSFORMERS_440),
     Card("sundial-base", "Sundial-Base", "128.3M", "thuml/sundial-base-128m", source="Hugging Face",
-         licence="Apache-2.0 (weights)", requires=("transformers",), extra="remote-code", files=_REMOTE_FILES,
+         licence="Apache-2.0 (weights)", requires=(), extra=None, files=_REMOTE_FILES,
          remote_code=True, capabilities=Capabilities(multivariate=False, min_context=16, quantiles=True),
-         native_horizon=720, options={"output": "samples"},
-         notes="generative (flow matching): mean of 20 seeded samples; quantiles from the same samples"),
+         native_horizon=720, options={**_IN_440, "output": "samples"},
+         notes="generative (flow matching): mean of 20 seeded samples; quantiles from the same samples; "
+               + _TRANSFORMERS_440),
     Card("timemoe-base", "TimeMoE-Base", "113.3M", "Maple728/TimeMoE-50M", source="Hugging Face",
-         licence="Apache-2.0 (weights)", requires=("transformers",), extra="remote-code", files=_REMOTE_FILES,
-         remote_code=True, capabilities=_PER_CHANNEL, notes=_TRANSFORMERS_440),
+         licence="Apache-2.0 (weights)", requires=(), extra=None, files=_REMOTE_FILES,
+         remote_code=True, capabilities=_PER_CHANNEL, options=_IN_440, notes=_TRANSFORMERS_440),
     Card("timemoe-large", "TimeMoE-Large", "453.2M", "Maple728/TimeMoE-200M", source="Hugging Face",
-         licence="Apache-2.0 (weights)", requires=("transformers",), extra="remote-code", files=_REMOTE_FILES,
-         remote_code=True, capabilities=_PER_CHANNEL, notes=_TRANSFORMERS_440),
+         licence="Apache-2.0 (weights)", requires=(), extra=None, files=_REMOTE_FILES,
+         remote_code=True, capabilities=_PER_CHANNEL, options=_IN_440, notes=_TRANSFORMERS_440),
     Card("mira-large", "MIRA-Large", "339.9M", None, source="the official release linked from github.com/microsoft/MIRA",
-         licence="see github.com/microsoft/MIRA (not checked here)", requires=("transformers",), extra="remote-code",
-         files=_REMOTE_FILES, remote_code=True, capabilities=_PER_CHANNEL,
-         notes="medical TSFM (CT-RoPE, Neural-ODE extrapolation); " + _TRANSFORMERS_440),
+         licence="MIT (github.com/microsoft/MIRA; its NOTICE.md names a Llama 2 Community Licence component)",
+         requires=(), extra=None, files=_REMOTE_FILES, remote_code=True, capabilities=_PER_CHANNEL,
+         options={**_IN_440, "output": "mira"},
+         notes="medical TSFM (CT-RoPE, Neural-ODE extrapolation): forecast by its own inference loop on values and "
+               "timestamps (MIRA/models/mira_inference.py), one step per pass; " + _TRANSFORMERS_440),
     Card("aurora", "Aurora", "210.8M", None, source="the official release linked from github.com/decisionintelligence/Aurora",
-         licence="see github.com/decisionintelligence/Aurora (not checked here)", requires=("transformers",),
-         extra="remote-code", files=_REMOTE_FILES, remote_code=True,
+         licence="see github.com/decisionintelligence/Aurora (no licence file there; its PyPI package says MIT)",
+         requires=("transformers",), extra="remote-code", files=_REMOTE_FILES, remote_code=True,
          capabilities=Capabilities(multivariate=False, quantiles=True), options={"output": "samples"},
          notes="multimodal generative TSFM, used on time series only; the paper's appendix gives 260.8M, its table "
-               "210.8M"),
+               "210.8M; its code needs transformers >= 4.50 and runs under this environment's Python"),
 ):
-    register_card(card, RemoteCodeForecaster)
+    register_card(card, RemoteCodeForecaster, check=check_remote_code)
 
 # ------------------------------------------------------------------ their own environment (baselines/isolated.py)
 _MOMENT_NOTES = ("runs in its own virtual environment (momentfm 0.1.4 pins transformers 4.33.3 and numpy 1.25.2; "

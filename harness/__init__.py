@@ -36,6 +36,17 @@ MOVED: dict[str, str] = {
     "harness.inflight": "harness.run.inflight",
     "harness.progress": "harness.run.progress",
     "harness.runner": "harness.run.runner",
+    # the modules main added in the old layout (issues #29, #31, #32, #35), moved when #28 merged main
+    "harness.cell_files": "harness.records.cell_files",
+    "harness.artefact_figure": "harness.reporting.artefact_figure",
+    "harness.breakdown": "harness.reporting.breakdown",
+    "harness.breakdown_figure": "harness.reporting.breakdown_figure",
+    "harness.overhead": "harness.reporting.overhead",
+    "harness.physiology_figure": "harness.reporting.physiology_figure",
+    "harness.pretraining_marks": "harness.reporting.pretraining_marks",
+    "harness.report_html": "harness.reporting.report_html",
+    "harness.threads": "harness.run.threads",
+    "harness.usage": "harness.run.usage",
 }
 
 

@@ -9,6 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
+from harness import stress_cli
 from harness.run.executor import EXECUTORS
 from harness.registry.tasks import all_options, all_tasks
 from harness.run.runner import (
@@ -16,6 +17,7 @@ from harness.run.runner import (
 )
 from protocols.specs import Setting, SpecError
 
+EXIT_NOTHING_SCORED = 1  # the command worked but produced no result: a script must not take it for success
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 
@@ -67,6 +69,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trust-remote-code", nargs="+", default=[], metavar="MODEL",
                      help="allow these models (Timer, Sundial, TimeMoE, MIRA, Aurora) to run the Python code that "
                           "ships with their checkpoint; review that code first")
+    run.add_argument("--random-weights", nargs="+", default=[], metavar="MODEL",
+                     help="run these models (also named in --models) at their published size with RANDOM weights, "
+                          "for speed and shapes only: their rows say so and no table shows them "
+                          "(docs/published-sizes.md)")
     run.add_argument("--device", default="auto", metavar="auto|cpu|cuda|cuda:N",
                      help="where models that can use a GPU run (default: auto, CUDA when available); "
                           "statistical baselines always run on the CPU")
@@ -84,6 +90,10 @@ def _parser() -> argparse.ArgumentParser:
     from harness import data_cli
 
     data_cli.add_parser(sub)
+    from harness.external import cli as external_cli
+
+    external_cli.add_parsers(sub)  # windows export, score: forecasts made outside the harness (docs/external.md)
+    stress_cli.add_parsers(sub)
 
     ex = sub.add_parser("examples", help="plot one forecasting window with every model's forecast (PNG, PDF, CSV)")
     ex.add_argument("--dataset", default=None, metavar="NAME|PATH", help="default: the embedded cohort")
@@ -118,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
                             "intervals, critical-difference diagram (written under OUT/statistics)")
     table.add_argument("--reference", default=None, metavar="MODEL",
                        help="with --stats: test every model against MODEL instead of each cell's best")
+    stress_cli.add_table_arguments(table)
     return p
 
 
@@ -165,8 +176,14 @@ def _dispatch(args: argparse.Namespace) -> int:
             from harness import data_cli
 
             return data_cli.run(args)
+        if args.command in ("windows", "score"):
+            from harness.external import cli as external_cli
+
+            return external_cli.run(args)
         if args.command == "examples":
             return _examples(args)
+        if args.command == "artefacts":
+            return stress_cli.run_artefacts(args)
         if args.command == "report":
             from harness.reporting.report import write_report
 
@@ -249,7 +266,8 @@ def _run(args: argparse.Namespace) -> int:
     config = RunConfig(
         task=args.task, datasets=tuple(args.dataset), models=tuple(args.models), options=options,
         out=args.out, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address, seeds=tuple(args.seeds) if args.seeds else None,
-        rerun=args.rerun, weights=_parse_weights(args.weights), trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
+        rerun=args.rerun, weights=_parse_weights(args.weights) + _random_weights(args),
+        trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
         data_root=args.data_root, device=args.device, model_options=tuple(parse_model_option(o) for o in args.model_option),
     )
     _output_folder(config.out, "--out", create=False)
@@ -264,8 +282,42 @@ def _run(args: argparse.Namespace) -> int:
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.status_counts.items()))
     again = f" ({summary.recomputed} of them recomputed: their code changed)" if summary.recomputed else ""
     print(f"{summary.planned} cells: {summary.skipped_done} already done, {summary.ran} run now{again}; rows: {counts}")
+    _note_random_weights(summary.records_path, set(summary.keys))
     print(f"records: {summary.records_path}; tables: {out / 'tables'}")
+    if not summary.status_counts.get("ok"):
+        print(f"error: nothing was scored: none of the {summary.planned} cells finished ok ({counts}); "
+              "the table's notes and the records' error column say why", file=sys.stderr)
+        return EXIT_NOTHING_SCORED
     return 0
+
+
+def _random_weights(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    """``--random-weights MODEL``: the folder of MODEL's published architecture with random weights (built
+    once, cached), passed as its weights. The model must be among ``--models`` and have no ``--weights``."""
+    if not args.random_weights:
+        return ()
+    from baselines.published import random_checkpoint
+
+    given = {item.partition("=")[0] for item in args.weights}
+    pairs = []
+    for model in dict.fromkeys(args.random_weights):
+        if model not in args.models:
+            raise SpecError(f"--random-weights {model}: name it in --models too")
+        if model in given:
+            raise SpecError(f"--random-weights {model}: it also has --weights; give one or the other")
+        pairs.append((model, str(random_checkpoint(model))))
+    return tuple(pairs)
+
+
+def _note_random_weights(records_path: Path, keys: set[str]) -> None:
+    """Say which of this run's rows were made with random weights: no table shows them."""
+    from harness.records.store import random_weight_rows
+
+    rows = random_weight_rows(records_path)
+    rows = rows[rows["key"].isin(keys)]
+    for model, group in rows.groupby("model", sort=False):
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(group["status"].value_counts().items()))
+        print(f"{model}: random weights (speed and shape only), in no table: {len(group)} rows ({counts})")
 
 
 def _stat_tasks() -> tuple[str, ...]:
@@ -278,12 +330,13 @@ def _publish(frame, task: str, out: Path, models: list[str] | None, datasets: li
              style: str = "text") -> None:
     """Print the task's tables and write them (txt, md, tex) and its figures under ``out``."""
     from harness.reporting.figures import task_figures
-    from harness.reporting.tables import render, task_tables
+    from harness.reporting.pretraining_marks import marked_task_tables, read_declared_sources
+    from harness.reporting.tables import render
 
     folder = out / "tables"
     folder.mkdir(parents=True, exist_ok=True)
     model_notes: dict[str, None] = {}  # printed once per run, after every table (each file keeps its own)
-    for stem, table in task_tables(frame, task, models, datasets):
+    for stem, table in marked_task_tables(frame, task, models, datasets, read_declared_sources(out)):
         print(render(table, style, with_model_notes=False))
         model_notes.update(dict.fromkeys(table.model_notes))
         for fmt, ext in (("text", "txt"), ("markdown", "md"), ("latex", "tex")):
@@ -312,12 +365,24 @@ def _table(args: argparse.Namespace) -> int:
 
     frame = read_records(Path(args.out) / RECORDS_FILE)
     out = Path(args.out)
+    rows = frame[frame["task"] == args.task]
+    if rows.empty:
+        present = ", ".join(sorted(set(frame["task"]))) or "none"
+        raise SpecError(f"{out / RECORDS_FILE} holds no {args.task} records (tasks recorded there: {present}); "
+                        f"`python -m harness run {args.task} --out {out}` writes them")
     if not os.access(out, os.W_OK) or _read_only(out):
         raise SpecError(f"{out} is read-only: `table` writes its tables there; for archived results use "
                         f"`python -m harness report --results {out} --out ANOTHER_FOLDER`")
+    if args.by:
+        stress_cli.publish_breakdown(frame, args.task, out, args.by, args.format)
+        return 0
     _publish(frame, args.task, out, None, None, args.format)
     if args.stats:
         _print_statistics(frame, args.task, out, args.reference)
+    if not (rows["status"] == "ok").any():
+        print(f"error: nothing was scored: none of the {len(rows)} {args.task} rows finished ok; the table's notes "
+              "and the records' error column say why", file=sys.stderr)
+        return EXIT_NOTHING_SCORED
     return 0
 
 
@@ -360,6 +425,7 @@ def _print_statistics(frame, task: str, out: Path, reference: str | None, quiet:
 
 
 def _list(what: str) -> int:
+    from models.pretraining import data_line
     from models.registry import all_specs
     from protocols.datasets import all_datasets
 
@@ -372,9 +438,10 @@ def _list(what: str) -> int:
         for name, spec in sorted(all_specs().items()):
             status, reason = spec.status()
             print(f"  {name:<22} {status:<17} {spec.family:<12} licence: {spec.licence}"
-                  f"{'  [default]' if spec.default else ''}")
+                  f"{'  ' + spec.default_label() if spec.default_label() else ''}")
             print(f"  {'':<22} {spec.description}")
             print(f"  {'':<22} capabilities: {_capabilities(spec)}; tasks: {', '.join(spec.tasks)}")
+            print(f"  {'':<22} pre-training data: {data_line(name)}")
             if reason:
                 print(f"  {'':<22} to run it: {reason}")
     if what in ("tasks", "all"):

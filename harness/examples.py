@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.reporting.figures import pyplot, save_png_pdf
+from harness.reporting.figures import EXACT, model_index, model_style, pyplot, save_png_pdf
 from models.registry import get_spec
 from protocols.data import Dataset
 from protocols.forecasting import fold_windows, predict_windows
@@ -52,12 +52,35 @@ def forecast_example(dataset: Dataset, models: list[str], setting: Setting, seed
     return frame
 
 
+def coinciding_forecasts(frame: pd.DataFrame) -> list[str]:
+    """"CHANNEL: a = b" for models whose forecasts agree at every point (last value and a flat AutoTheta
+    forecast do): drawn on top of each other, only a note tells the reader."""
+    notes = []
+    models = [s for s in dict.fromkeys(frame["series"]) if s not in ("context", "truth")]
+    for channel, part in frame.groupby("channel", sort=False):
+        groups: list[list[str]] = []
+        values = {m: part.loc[part["series"] == m, "value"].to_numpy() for m in models}
+        for m in models:
+            for g in groups:
+                if np.allclose(values[g[0]], values[m], rtol=EXACT, atol=0.0):
+                    g.append(m)
+                    break
+            else:
+                groups.append([m])
+        notes += [f"{channel}: {' = '.join(g)}" for g in groups if len(g) > 1]
+    return notes
+
+
 def plot_example(frame: pd.DataFrame, path: Path) -> list[Path]:
-    """One panel per channel: context and truth in black, a line per model over the horizon."""
+    """One panel per channel: context and truth in black, a line per model over the horizon, each model
+    with the marker and dashes of the report's figures (so coinciding lines stay visible), the legend
+    beside the panels (never over the signal) and a note naming forecasts that coincide."""
     plt = pyplot()
     channels = list(dict.fromkeys(frame["channel"]))
-    fig, axes = plt.subplots(len(channels), 1, figsize=(8, 2.2 * len(channels)), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(len(channels), 1, figsize=(8, 2.2 * max(len(channels), 1.4)), sharex=True,
+                             squeeze=False)
     models = [s for s in dict.fromkeys(frame["series"]) if s not in ("context", "truth")]
+    styles = {m: {k: v for k, v in model_style(model_index(m)).items() if k != "capsize"} for m in models}
     for ax, channel in zip(axes[:, 0], channels):
         part = frame[frame["channel"] == channel]
         for series, style in (("context", dict(color="0.35", lw=1.0)), ("truth", dict(color="black", lw=1.4))):
@@ -65,16 +88,21 @@ def plot_example(frame: pd.DataFrame, path: Path) -> list[Path]:
             ax.plot(s["time"], s["value"], label=series, **style)
         for name in models:
             s = part[part["series"] == name]
-            ax.plot(s["time"], s["value"], lw=1.2, label=name)
+            ax.plot(s["time"], s["value"], label=name, markevery=max(1, len(s) // 8), **styles[name])
         horizon_start = part[part["series"] == "truth"]["time"].min()
         ax.axvline(horizon_start, color="0.6", ls=":", lw=1)
         ax.set_ylabel(f"{channel}\n(normalised)")
         ax.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("time (s)")
-    axes[0, 0].legend(fontsize=7, ncol=min(4, len(models) + 2), loc="upper left")
     a = frame.attrs
     fig.suptitle(f"{a.get('dataset', '')}: subject {a.get('subject', '')}, setting {a.get('setting', '')}", fontsize=10)
     fig.tight_layout()
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize=8)
+    same = coinciding_forecasts(frame)
+    if same:
+        fig.text(0.01, 0.0, "\n".join(["Forecasts that coincide exactly (drawn on top of each other):", *same]),
+                 ha="left", va="top", fontsize=8)
     files = save_png_pdf(fig, path)
     plt.close(fig)
     frame.to_csv(path.with_suffix(".csv"), index=False)

@@ -138,6 +138,16 @@ def load_env_plugins() -> None:
             raise  # names the plugin already
         except Exception as exc:  # an import error, or any error raised while the module runs
             reason = str(exc) if isinstance(exc, ImportError) else f"{type(exc).__name__}: {exc}"
-            raise PluginImportError(f"cannot import {plugin}: {reason}") from exc
+            raise PluginImportError(f"cannot import {plugin}: {reason}{_path_hint(module, exc)}") from exc
         finally:
             loading.pop()
+
+
+def _path_hint(module: str, exc: Exception) -> str:
+    """The usual cause when the plugin module itself (not one it imports) is not found: its folder is not
+    on Python's path."""
+    missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    if missing is None or not (module == missing or module.startswith(missing + ".")):
+        return ""
+    return (f" (Python looks for it on sys.path: run from the folder holding {missing.replace('.', '/')}.py or "
+            f"{missing.replace('.', '/')}/, or add that folder to PYTHONPATH, e.g. PYTHONPATH=/path/to/folder)")

@@ -122,7 +122,8 @@ class ModelSpec:
     capabilities: Capabilities | None = None  # for `harness list`; default: the factory class's
     # capabilities known only once loaded (they depend on the options, e.g. SOTER's per-channel mode)
     capabilities_on_load: bool = False
-    default: bool = True  # part of the default model set of each task in ``tasks``
+    # part of the default model set of each task in ``tasks`` (True), of none (False), or of these tasks only
+    default: bool | tuple[str, ...] = True
     tasks: tuple[str, ...] = ("forecasting", "imputation", "noise")  # tasks the model takes part in
     options: dict[str, Any] = field(default_factory=dict)
     note: str = ""  # printed under every table in which the model appears (e.g. how it was decoded)
@@ -132,6 +133,19 @@ class ModelSpec:
     paper_name: str | None = None  # as the paper's tables name it (harness report); None: the paper has no row of it
     native_horizon: int | None = None  # steps one forward pass produces (`harness list`); None: not one number
     hub_weights: bool = False  # --weights may name a Hugging Face repository (ORG/REPO) instead of a folder
+    paper_params: str | None = None  # its parameter count as the paper prints it (the System Overhead table)
+
+    def is_default_for(self, task: str) -> bool:
+        """Whether a run of ``task`` with no ``--models`` includes this model."""
+        if task not in self.tasks:
+            return False
+        return self.default if isinstance(self.default, bool) else task in self.default
+
+    def default_label(self) -> str:
+        """How `list` marks it: ``[default]``, ``[default: forecasting]``, or nothing."""
+        if isinstance(self.default, bool):
+            return "[default]" if self.default else ""
+        return f"[default: {', '.join(self.default)}]" if self.default else ""
 
     def unavailable_reason(self, **options: Any) -> str | None:
         """None when the model can be loaded here, else a message that says how to fix it."""
@@ -345,7 +359,7 @@ class SpecFields(TypedDict, total=False):
     environment: str | None
     capabilities: Capabilities | None
     capabilities_on_load: bool
-    default: bool
+    default: bool | tuple[str, ...]
     tasks: tuple[str, ...]
     options: dict[str, Any]
     note: str
@@ -354,6 +368,7 @@ class SpecFields(TypedDict, total=False):
     paper_name: str | None
     native_horizon: int | None
     hub_weights: bool
+    paper_params: str | None
 
 
 _Factory = TypeVar("_Factory", bound=Callable[..., Any])

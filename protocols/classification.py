@@ -115,6 +115,7 @@ class PooledPredictions:
     y_pred: list[np.ndarray] = field(default_factory=list)
     proba: list[np.ndarray] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    subjects: list[np.ndarray] = field(default_factory=list)
 
 
 def probe_fold(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, n_classes: int,
@@ -166,6 +167,19 @@ class ClassificationOutcome:
     macro_auroc: float
     n_windows: int  # pooled test segments
     notes: tuple[str, ...]
+    predictions: "SegmentPredictions | None" = None  # per test segment (breakdowns by subject)
+
+
+@dataclass(frozen=True)
+class SegmentPredictions:
+    """Each pooled test segment's subject, true and predicted class (kept beside the row: harness.records.cell_files)."""
+
+    subject: np.ndarray
+    y_true: np.ndarray
+    y_pred: np.ndarray
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"subject": self.subject.astype(str), "y_true": self.y_true, "y_pred": self.y_pred}
 
 
 def evaluate_classification(
@@ -207,8 +221,11 @@ def evaluate_classification(
                 y_pred, proba = probe_fold(x[train][subset], y_train[subset], x[test], n_classes,
                                            spec.probe_max_iter)
         pooled.y_true.append(segments.labels[test])
+        pooled.subjects.append(segments.subjects[test])
         pooled.y_pred.append(y_pred)
         pooled.proba.append(proba)
     y_true = np.concatenate(pooled.y_true)
-    f1, auroc, notes = macro_scores(y_true, np.concatenate(pooled.y_pred), np.concatenate(pooled.proba))
-    return ClassificationOutcome(f1, auroc, int(y_true.size), tuple(pooled.notes + notes))
+    y_pred = np.concatenate(pooled.y_pred)
+    f1, auroc, notes = macro_scores(y_true, y_pred, np.concatenate(pooled.proba))
+    return ClassificationOutcome(f1, auroc, int(y_true.size), tuple(pooled.notes + notes),
+                                 SegmentPredictions(np.concatenate(pooled.subjects), y_true, y_pred))

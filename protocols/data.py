@@ -124,3 +124,15 @@ def dataset_fingerprint(ds: Dataset) -> str:
         if r.labels is not None:
             h.update(np.ascontiguousarray(r.labels, dtype=np.int64).tobytes())
     return h.hexdigest()[:12]
+
+
+def nominal_sampling_rate(ds: Dataset) -> float:
+    """The dataset's declared rate, else 1 / the median time step of its recordings (Hz): what turns
+    durations in seconds (gaps, artefacts, physiological windows) into samples.  A dataset with no two
+    consecutive samples has none: a DatasetError."""
+    if ds.sampling_rate is not None:
+        return float(ds.sampling_rate)
+    steps = np.concatenate([np.diff(r.timestamps) for r in ds.recordings if r.n_samples > 1] or [np.zeros(0)])
+    if steps.size == 0:
+        raise DatasetError(f"dataset {ds.name!r}: no two consecutive samples, so no sampling rate")
+    return float(1.0 / np.median(steps))

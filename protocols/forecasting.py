@@ -12,6 +12,7 @@ from protocols import interface
 from protocols.data import Dataset
 from protocols.interface import Model, SeriesBatch
 from protocols.metrics import ErrorSums, WindowErrors, error_sums, window_errors
+from protocols.modality import channel_modalities
 from protocols.scaling import fit_fold_scaler
 from protocols.specs import ForecastingSpec, Setting
 from protocols.splits import Fold
@@ -83,11 +84,12 @@ def evaluate_forecasting(
         per_window = window_errors(prediction, arrays.target, clean_context,
                                    np.array([w.recording for w in selection.windows], dtype=np.int64),
                                    np.array([w.start for w in selection.windows], dtype=np.int64),
-                                   quantiles, interface.QUANTILE_LEVELS, tuple(dataset.channels))
+                                   quantiles, interface.QUANTILE_LEVELS, tuple(dataset.channels),
+                                   channel_modalities(dataset))
     return ForecastOutcome(
         errors=errors,
         n_windows=int(arrays.context.shape[0]),
         skipped_missing=selection.skipped_missing,
         short_recordings=selection.short_recordings,
-        windows=per_window,
+        windows=per_window,  # with each channel's errors and modality (breakdowns by modality)
     )

@@ -68,6 +68,10 @@ class WindowErrors:
     channel_mae: np.ndarray | None = None
     channel_scale: np.ndarray | None = None
     channels: np.ndarray | None = None
+    # and what a breakdown by signal modality pools (``protocols.channel_errors.from_window_arrays``):
+    # [B, C] each channel's sum of squared errors over the horizon, the channels' modalities [C]
+    channel_sse: np.ndarray | None = None
+    modalities: np.ndarray | None = None
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__ if getattr(self, name) is not None}
@@ -102,7 +106,8 @@ def quantile_loss(quantiles: np.ndarray, target: np.ndarray, levels: tuple[float
 
 def window_errors(prediction: np.ndarray, target: np.ndarray, context: np.ndarray,
                   recording: np.ndarray, start: np.ndarray, quantiles: np.ndarray | None = None,
-                  levels: tuple[float, ...] = (), channels: tuple[str, ...] = ()) -> WindowErrors:
+                  levels: tuple[float, ...] = (), channels: tuple[str, ...] = (),
+                  modalities: tuple[str, ...] = ()) -> WindowErrors:
     """Per-window statistics of [B, C, H] forecasts (the pooled :class:`ErrorSums` are their sums)."""
     err = np.asarray(prediction, dtype=np.float64) - np.asarray(target, dtype=np.float64)
     if err.ndim != 3:
@@ -124,6 +129,8 @@ def window_errors(prediction: np.ndarray, target: np.ndarray, context: np.ndarra
         abs_target=None if quantiles is None else np.abs(np.asarray(target, dtype=np.float64)).sum(axis=(1, 2)),
         channel_mae=abs_err.mean(axis=2), channel_scale=np.where(usable, scale, np.nan),
         channels=np.asarray(channels if len(channels) == c else [f"channel {j}" for j in range(c)], dtype=str),
+        channel_sse=(err ** 2).sum(axis=2),
+        modalities=np.asarray(modalities, dtype=str) if len(modalities) == c else None,
     )
 
 

@@ -1,10 +1,12 @@
-"""Noise robustness: Gaussian noise beta * sigma on the context, scored on the clean future."""
+"""Noise robustness: Gaussian noise beta * sigma on the context (the paper's), or an artefact of wearable
+signals (``protocols.artefacts``, a named option), scored on the clean future."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from protocols.data import Dataset
+from protocols.artefacts import ArtefactUnavailable, apply_artefact, mains_unavailable, unit_artefact
+from protocols.data import Dataset, nominal_sampling_rate
 from protocols.forecasting import ForecastOutcome, evaluate_forecasting
 from protocols.interface import Model
 from protocols.scaling import fit_fold_scaler
@@ -28,10 +30,38 @@ def noise_draw(shape: tuple[int, ...], seed: int, dataset: str, subject: str, se
 
 def evaluate_noise(model: Model, dataset: Dataset, fold: Fold, setting: Setting, spec: NoiseSpec,
                    beta: float, seed: int) -> ForecastOutcome:
+    if not spec.artefact.is_paper:
+        return evaluate_artefact(model, dataset, fold, setting, spec, beta, seed)
     sigma = channel_sigma(dataset, fold)
 
     def corrupt(context: np.ndarray) -> np.ndarray:
         z = noise_draw(context.shape, seed, dataset.name, fold.test_subject, setting)
         return context + beta * sigma[None, :, None] * z
+
+    return evaluate_forecasting(model, dataset, fold, setting, spec.forecasting(), corrupt_context=corrupt)
+
+
+def artefact_unavailable(dataset: Dataset, spec: NoiseSpec) -> str | None:
+    """Why the spec's artefact cannot exist on ``dataset`` (mains above Nyquist), or None."""
+    if spec.artefact.kind != "mains":
+        return None
+    return mains_unavailable(nominal_sampling_rate(dataset), spec.artefact.mains_hz)
+
+
+def evaluate_artefact(model: Model, dataset: Dataset, fold: Fold, setting: Setting, spec: NoiseSpec,
+                      level: float, seed: int) -> ForecastOutcome:
+    """The context corrupted by ``spec.artefact`` at severity ``level``; the same draw at every level."""
+    kind = spec.artefact.kind
+    reason = artefact_unavailable(dataset, spec)
+    if reason:
+        raise ArtefactUnavailable(reason)
+    sigma = channel_sigma(dataset, fold)
+    fs = nominal_sampling_rate(dataset)
+
+    def corrupt(context: np.ndarray) -> np.ndarray:
+        rng = np.random.default_rng(stable_seed(seed, dataset.name, fold.test_subject, "artefact", kind,
+                                                setting.context, setting.horizon))
+        unit = unit_artefact(kind, context.shape, fs, rng, spec.artefact.mains_hz)
+        return apply_artefact(kind, context, sigma, level, unit)
 
     return evaluate_forecasting(model, dataset, fold, setting, spec.forecasting(), corrupt_context=corrupt)

@@ -15,6 +15,8 @@ import operator
 from dataclasses import dataclass, field
 from typing import Callable, Generic, Iterator, TypeVar
 
+from protocols.words import did_you_mean
+
 T = TypeVar("T")
 
 
@@ -55,7 +57,8 @@ class Registry(Generic[T]):
             return self._items[name]
         except KeyError:
             known = sorted(self._items) if self.sort_known else list(self._items)
-            raise self.unknown_error(f"unknown {self.kind} {name!r}; known {self.kind}s: {', '.join(known)}") from None
+            raise self.unknown_error(f"unknown {self.kind} {name!r}{did_you_mean(name, known)}; known {self.kind}s: "
+                                     f"{', '.join(known)}") from None
 
     def remove(self, name: str) -> T | None:
         """Unregister ``name`` (a test's own items; a plugin being unloaded)."""

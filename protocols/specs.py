@@ -63,7 +63,8 @@ class SamplingSpec:
 
     def __post_init__(self) -> None:
         if self.max_windows_per_subject < 1:
-            raise SpecError("max_windows_per_subject must be >= 1")
+            raise SpecError(f"--max-windows-per-subject (max_windows_per_subject) must be a whole number >= 1, "
+                            f"got {self.max_windows_per_subject}")
         if self.stride is not None and self.stride < 1:
             raise SpecError("stride must be >= 1")
         if self.seed < 0:
@@ -118,6 +119,94 @@ def _check_fractions(name: str, values: tuple[float, ...], low_open: bool = True
             raise SpecError(f"{name}: {v} is out of range")
 
 
+MASK_KINDS: tuple[str, ...] = ("points", "contiguous")
+MASK_CHANNELS: tuple[str, ...] = ("independent", "shared")
+BURST_DISTRIBUTIONS: tuple[str, ...] = ("exponential", "fixed")
+
+
+@dataclass(frozen=True)
+class MaskSpec:
+    """Where imputation's missing points fall (docs/protocols.md, "Missingness as wearables fail").
+
+    ``points`` with ``independent`` channels is the paper's reading (each channel and position missing
+    independently) and the default.  ``contiguous``: gaps whose lengths follow ``distribution`` with mean
+    ``burst_seconds`` (seconds, so a gap means the same at every sampling rate), placed by a stationary
+    alternating renewal process whose missing share is the rate.  ``shared``: one mask for every channel
+    (the whole device drops out); ``independent``: each channel its own (sensors fail asynchronously).
+    """
+
+    kind: str = "points"
+    channels: str = "independent"
+    burst_seconds: float = 1.0  # contiguous: mean gap length
+    distribution: str = "exponential"  # contiguous: gap length law (exponential: geometric in samples)
+
+    def __post_init__(self) -> None:
+        for what, value, known in (("mask kind", self.kind, MASK_KINDS), ("mask channels", self.channels, MASK_CHANNELS),
+                                   ("burst distribution", self.distribution, BURST_DISTRIBUTIONS)):
+            if value not in known:
+                raise SpecError(f"unknown {what} {value!r}; known: {', '.join(known)}")
+        if not (isinstance(self.burst_seconds, (int, float)) and 0 < self.burst_seconds < float("inf")):
+            raise SpecError(f"burst_seconds must be a positive number of seconds, got {self.burst_seconds!r}")
+
+    @property
+    def is_paper(self) -> bool:
+        """The paper's protocol: records, keys and conditions exactly as before these options existed."""
+        return self.kind == "points" and self.channels == "independent"
+
+    @property
+    def name(self) -> str:
+        """"" for the paper's mask; else e.g. ``contiguous-1s-exponential-independent``, ``points-shared``."""
+        if self.is_paper:
+            return ""
+        if self.kind == "points":
+            return f"points-{self.channels}"
+        return f"contiguous-{self.burst_seconds:g}s-{self.distribution}-{self.channels}"
+
+    def condition(self, rate: float) -> str:
+        """The records' condition of a missing rate under this mask (the paper's: ``missing=25%``)."""
+        return (f"{self.name} " if self.name else "") + f"missing={rate * 100:g}%"
+
+
+ARTEFACT_KINDS: tuple[str, ...] = ("gaussian", "wander", "motion", "mains", "pops", "clip")
+ARTEFACT_LEVELS: tuple[float, ...] = (0.0, 0.1, 0.25, 0.5, 1.0)  # RMS where present / sigma_c
+CLIP_LEVELS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.25, 0.5)  # share of context samples at the rails
+MAINS_FREQUENCIES: tuple[float, ...] = (50.0, 60.0)
+
+
+@dataclass(frozen=True)
+class ArtefactSpec:
+    """What corrupts the context in the robustness study (``protocols.artefacts``): ``gaussian`` is the
+    paper's additive white noise (levels beta); the other kinds are how wearable signals fail, each on
+    its own severity scale (docs/protocols.md, "Artefacts")."""
+
+    kind: str = "gaussian"
+    mains_hz: float = 50.0  # mains: the interference frequency (50 Hz in most of the world, 60 Hz in the Americas)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ARTEFACT_KINDS:
+            raise SpecError(f"unknown artefact {self.kind!r}; known: {', '.join(ARTEFACT_KINDS)}")
+        if self.mains_hz not in MAINS_FREQUENCIES:
+            raise SpecError(f"mains_hz must be one of {MAINS_FREQUENCIES}, got {self.mains_hz!r}")
+
+    @property
+    def is_paper(self) -> bool:
+        return self.kind == "gaussian"
+
+    @property
+    def name(self) -> str:
+        """The condition's prefix: ``beta`` (the paper's), ``mains-50Hz``, or the kind."""
+        if self.kind == "gaussian":
+            return "beta"
+        return f"mains-{self.mains_hz:g}Hz" if self.kind == "mains" else self.kind
+
+    def condition(self, level: float) -> str:
+        return f"{self.name}={level:g}"
+
+    @property
+    def default_levels(self) -> tuple[float, ...]:
+        return NOISE_LEVELS if self.kind == "gaussian" else CLIP_LEVELS if self.kind == "clip" else ARTEFACT_LEVELS
+
+
 @dataclass(frozen=True)
 class NoiseSpec:
     """Gaussian noise beta * sigma added to the context only; scored against the clean future.
@@ -129,19 +218,24 @@ class NoiseSpec:
     settings: tuple[Setting, ...] = (Setting(96, 48),)
     sampling: SamplingSpec = field(default_factory=SamplingSpec)
     batch_size: int = 64
+    artefact: ArtefactSpec = field(default_factory=ArtefactSpec)  # gaussian: the paper's noise
 
     def __post_init__(self) -> None:
         if not self.levels or len(set(self.levels)) != len(self.levels) or min(self.levels) < 0:
             raise SpecError(f"noise levels must be distinct and >= 0, got {self.levels}")
         if not self.settings:
             raise SpecError("at least one setting is required")
+        if self.artefact.kind == "clip" and max(self.levels) >= 1:
+            raise SpecError(f"clip levels are shares of saturated samples, in [0, 1); got {self.levels}")
 
     def forecasting(self) -> ForecastingSpec:
         return ForecastingSpec(settings=self.settings, sampling=self.sampling, batch_size=self.batch_size)
 
     def fingerprint(self) -> str:
         s = self.sampling
-        return f"noise;maxw={s.max_windows_per_subject};stride={s.stride};seed={s.seed}"
+        text = f"noise;maxw={s.max_windows_per_subject};stride={s.stride};seed={s.seed}"
+        # the paper's Gaussian noise keeps its fingerprint (and so every key); an artefact names its generator
+        return text if self.artefact.is_paper else f"{text};artefact={self.artefact.name}-v1"
 
 
 @dataclass(frozen=True)
@@ -159,6 +253,7 @@ class ImputationSpec:
     points_per_segment: int = 8
     max_windows_per_subject: int = 8
     stride: int | None = None  # default: the length (segments do not overlap)
+    mask: MaskSpec = field(default_factory=MaskSpec)  # the paper's: points, independent channels
 
     def __post_init__(self) -> None:
         _check_fractions("missing rates", self.rates)
@@ -171,8 +266,9 @@ class ImputationSpec:
 
     def fingerprint(self) -> str:
         # the strings are unchanged by the renames of issue #17: they are part of every record's key
-        return (f"imputation;len={self.length};warmup={self.warmup};points={self.points_per_segment};"
+        text = (f"imputation;len={self.length};warmup={self.warmup};points={self.points_per_segment};"
                 f"maxw={self.max_windows_per_subject};stride={self.stride}")
+        return text if self.mask.is_paper else f"{text};mask={self.mask.name}-v1"
 
 
 @dataclass(frozen=True)
@@ -194,3 +290,68 @@ class ClassificationSpec:
         # segments=seed: the run seed draws the segments (grid offset and per-subject cap), since issue #15
         return (f"classification;len={self.length};stride={self.stride};maxw={self.max_windows_per_subject}"
                 ";segments=seed")
+
+
+PHYSIOLOGY_SOURCES: tuple[str, ...] = ("forecast", "imputation")
+PHYSIOLOGY_MEASURES: tuple[str, ...] = ("hr-ecg", "hr-ppg", "br-resp")  # protocols.physiology.MEASURES
+
+
+@dataclass(frozen=True)
+class PhysiologySpec:
+    """Physiological fidelity (docs/protocols.md): heart and breathing rates of the truth and of a
+    forecast (``context_seconds`` -> ``horizon_seconds``) or of a whole imputed segment
+    (``segment_seconds``, every missing point imputed from its causal prefix).  Lengths are in seconds so
+    that a window holds several beats or breaths at every sampling rate."""
+
+    context_seconds: float = 30.0
+    horizon_seconds: float = 20.0  # 10 s holds 2-3 breaths: the detector found none in half the cohort's spans
+    segment_seconds: float = 20.0
+    warmup_seconds: float = 2.0  # imputation: the start of a segment is always observed
+    sources: tuple[str, ...] = PHYSIOLOGY_SOURCES
+    measures: tuple[str, ...] = PHYSIOLOGY_MEASURES
+    rates: tuple[float, ...] = (0.25,)  # imputation: missing rates
+    mask: MaskSpec = field(default_factory=MaskSpec)
+    sampling: SamplingSpec = field(default_factory=lambda: SamplingSpec(max_windows_per_subject=8))
+    batch_size: int = 16  # forecast rows per model call (long windows); results do not depend on it
+
+    def __post_init__(self) -> None:
+        for name in ("context_seconds", "horizon_seconds", "segment_seconds", "warmup_seconds"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 < value < float("inf")):
+                raise SpecError(f"{name} must be a positive number of seconds, got {value!r}")
+        if self.warmup_seconds >= self.segment_seconds:
+            raise SpecError(f"warmup_seconds ({self.warmup_seconds:g}) must be shorter than segment_seconds "
+                            f"({self.segment_seconds:g})")
+        for what, values, known in (("physiology source", self.sources, PHYSIOLOGY_SOURCES),
+                                    ("physiology measure", self.measures, PHYSIOLOGY_MEASURES)):
+            if not values or len(set(values)) != len(values):
+                raise SpecError(f"{what}s must be distinct and at least one, got {values}")
+            bad = [v for v in values if v not in known]
+            if bad:
+                raise SpecError(f"unknown {what}(s) {bad}; known: {', '.join(known)}")
+        _check_fractions("missing rates", self.rates)
+        if any(r >= 1.0 for r in self.rates):
+            raise SpecError("missing rates must be < 1")
+        if self.batch_size < 1:
+            raise SpecError("batch_size must be >= 1")
+
+    @property
+    def forecast_setting(self) -> str:
+        """The records' setting of forecast rows, e.g. ``30s/20s``."""
+        return f"{self.context_seconds:g}s/{self.horizon_seconds:g}s"
+
+    @property
+    def segment_setting(self) -> str:
+        """The records' setting of imputation rows, e.g. ``20s``."""
+        return f"{self.segment_seconds:g}s"
+
+    def fingerprint(self) -> str:
+        s = self.sampling
+        mask = f";mask={self.mask.name}" if not self.mask.is_paper else ""
+        return (f"physiology-v1;warmup={self.warmup_seconds:g}s;maxw={s.max_windows_per_subject};stride={s.stride};"
+                f"seed={s.seed}{mask}")
+
+
+def samples(seconds: float, rate: float) -> int:
+    """A duration in samples at ``rate`` Hz (at least one)."""
+    return max(1, int(round(seconds * rate)))

@@ -27,7 +27,9 @@ def loso_folds(dataset: Dataset) -> list[Fold]:
     if len(subjects) < 2:
         raise DatasetError(
             f"dataset {dataset.name!r} has {len(subjects)} subject(s): leave-one-subject-out needs "
-            "at least two (the normaliser is fitted on the training subjects only)"
+            "at least two (the normaliser is fitted on the training subjects only); to evaluate one subject, cut "
+            "its recordings into K contiguous blocks that act as subjects: --dataset NAME:blocks=K "
+            "(a folder path takes it too: --dataset DIR:blocks=K)"
         )
     return [Fold(s, tuple(o for o in subjects if o != s)) for s in subjects]
 

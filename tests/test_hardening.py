@@ -249,7 +249,7 @@ def test_a_failed_write_is_a_clear_error_and_leaves_the_file_valid(tmp_path, mon
 def test_non_finite_metrics_are_error_rows_with_the_reason(folder, tmp_path, capsys):
     out = tmp_path / "o"
     assert main(["run", "forecasting", "--dataset", str(folder), "--models", "test-overflow", "--settings", "48/24",
-                 "--max-windows-per-subject", "2", "--out", str(out), "--no-progress"]) == 0
+                 "--max-windows-per-subject", "2", "--out", str(out), "--no-progress"]) == 1  # nothing scored
     frame = read_records(out / "records.csv")
     assert set(frame.status) == {"error"}
     assert all("RMSE not finite" in e for e in frame.error)
@@ -261,11 +261,13 @@ def test_recordings_shorter_than_every_window_give_error_rows_with_the_reason(tm
     write_folder_dataset(make_dataset(n_subjects=3, n_samples=60), path)
     out = tmp_path / "o"
     assert main(["run", "forecasting", "--dataset", str(path), "--models", "last-value", "--settings", "48/24",
-                 "--out", str(out), "--no-progress"]) == 0
+                 "--out", str(out), "--no-progress"]) == 1  # nothing scored: not a success
     frame = read_records(out / "records.csv")
     assert set(frame.status) == {"error"}
     assert all("shorter than that" in e for e in frame.error)
-    assert "1 recording(s) shorter than that" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "1 recording(s) shorter than that" in printed.out
+    assert "nothing was scored" in printed.err
 
 
 # -- item 15: a task that cannot apply is refused before it runs ----------------------------

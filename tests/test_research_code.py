@@ -6,9 +6,9 @@ tmp_path with the same layout and the same entry points (``modules/normwear.py``
 TF-C's sequence-first transformers do) and test everything up to their numerics: finding the
 checkout, the registry status at each missing piece, checkpoint loading (``weights_only=True``,
 unwrapping, mismatches, corrupt and malicious files), resampling, input alignment, channel
-handling and the embedding contract. With ``SOTER_BENCH_NORMWEAR_CODE`` / ``SOTER_BENCH_TFC_CODE``
-pointing at real checkouts, the last tests run the same contract on random weights built from the
-real classes.
+handling and the embedding contract. The last two tests run the same contract on random weights built
+from the REAL classes of the upstream code: ``SOTER_BENCH_NORMWEAR_CODE`` / ``SOTER_BENCH_TFC_CODE`` when
+set, else the unmodified copies staged in ``../shared/code`` (tests/upstream.py); skipped without either.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from baselines.testing import check_embed_contract
 from models.registry import NEEDS_CODE, NEEDS_WEIGHTS, READY, ModelSpec, ModelUnavailableError, all_specs
 from protocols import interface
 from protocols.interface import ModelInputError, SeriesBatch
+from tests.upstream import require_code
 
 FAKE_NORMWEAR = {
     "main_model.py": "# fake NormWear checkout (tests): the real one imports torchaudio here\n",
@@ -357,9 +358,8 @@ def test_tfc_meets_the_embedding_contract(tfc_checkout):
 
 # ---------------------------------------------------------------- the real code, where a checkout is at hand
 
-@pytest.mark.skipif(not os.environ.get("SOTER_BENCH_TFC_CODE"), reason="set SOTER_BENCH_TFC_CODE to a TF-C checkout")
 def test_real_tfc_code_with_random_weights_meets_the_contract(tmp_path):
-    root = Path(os.environ["SOTER_BENCH_TFC_CODE"])
+    root = require_code("SOTER_BENCH_TFC_CODE", "tfc")
     module = checkout.import_from_checkout(tfc_model.SOURCE, root, "code.TFC.model")
     torch.manual_seed(0)
     net = module.TFC(type("Configs", (), {"TSlength_aligned": 178})())
@@ -367,10 +367,8 @@ def test_real_tfc_code_with_random_weights_meets_the_contract(tmp_path):
     check_embed_contract(_spec("tf-c", weights=str(tmp_path), code=str(root)), t=128)
 
 
-@pytest.mark.skipif(not os.environ.get("SOTER_BENCH_NORMWEAR_CODE"),
-                    reason="set SOTER_BENCH_NORMWEAR_CODE to a NormWear checkout")
 def test_real_normwear_code_with_random_weights_meets_the_contract(tmp_path):
-    root = Path(os.environ["SOTER_BENCH_NORMWEAR_CODE"])
+    root = require_code("SOTER_BENCH_NORMWEAR_CODE", "normwear")
     with normwear_model.timm_helper():
         module = checkout.import_from_checkout(normwear_model.SOURCE, root, "modules.normwear")
     torch.manual_seed(0)

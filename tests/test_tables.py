@@ -61,6 +61,8 @@ def test_text_markdown_latex_render_exactly():
     assert "C on toy: 1/2 settings complete" in tex  # the note, in every format
     text = render(table, "text")
     assert "22.07±11.21" in text and "10.00+" in text and "±0.00" not in text
+    # the terminal marks the best and second best as Markdown does (issue #32), partial cells never
+    assert "22.07±11.21¹" in text and "45.00±7.07²" in text and "10.00+¹" not in text and "Best ¹, second ²." in text
 
 
 def test_all_unavailable_model_is_labelled():

@@ -64,6 +64,19 @@ def sample_quantiles(samples: np.ndarray, levels: list[float], axis: int) -> np.
     return np.moveaxis(out, 0, -1)
 
 
+def carry_forward(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Unobserved points of [B, C, T] filled with the last observation before them (the first observation
+    backwards; zeros for a row with none): the harness's ``fill_prefix``, for models that take no mask."""
+    values = np.asarray(values, dtype=np.float64)
+    mask = np.asarray(mask, dtype=bool)
+    t = values.shape[-1]
+    idx = np.where(mask, np.arange(t), -1)
+    last = np.maximum.accumulate(idx, axis=-1)
+    first = np.argmax(mask, axis=-1)[..., None]
+    filled = np.take_along_axis(values, np.where(last < 0, first, last), axis=-1)
+    return np.where(mask.any(axis=-1, keepdims=True), filled, 0.0)
+
+
 def serve(load: Callable[[str | None, dict[str, Any]], tuple[dict[str, Handler], dict[str, Any]]]) -> None:
     """Answer requests until stdin closes.
 

@@ -23,6 +23,7 @@ from harness.records.keys import KEY_FIELDS, row_key
 if TYPE_CHECKING:
     import pandas as pd
 
+SCORED = "predictions file"  # the identity's ``source`` of rows scored from a file (``harness score``)
 IDENTITY = "identity"  # model_info's entry that the runner writes (the rest is the model's describe())
 # model_info entries that do not tell configurations of rows written before IDENTITY apart
 _NOT_CONFIGURATION = ("source", "checkpoint")
@@ -192,7 +193,7 @@ def code_problem(rows: pd.DataFrame, task: str) -> str:
         return f"mixed: its rows were computed by {len(codes)} versions of the code"
     names = set(rows["model_name"]) if "model_name" in rows else set(rows["model"])
     for name in names:
-        now = current_code(str(name), task)
+        now = current_code(str(name), task) or scored_code(identities)
         if codes and now is not None and codes != {now}:
             return "stale: computed by code that has changed since (rerun the same command to recompute)"
         default = current_default_weights(str(name))
@@ -207,6 +208,32 @@ def code_problem(rows: pd.DataFrame, task: str) -> str:
             return (f"stale: computed with weights {', '.join(sorted(map(str, used)))}; the default checkpoint "
                     f"({default[1]}) is now {default[0]} (rerun the same command to compute it)")
     return ""
+
+
+def scored_code(identities: list[dict[str, Any] | None]) -> str | None:
+    """The current code digest of rows scored from a predictions file (``harness score``), which name no
+    registered model: the digest of the harness modules their identity names (the task's and the scorer's)."""
+    modules = {tuple(i.get("modules") or ()) for i in identities if i and i.get("source") == SCORED}
+    if len(modules) != 1:
+        return None
+    found = next(iter(modules))
+    if not found or not all(isinstance(m, str) and m.startswith("harness.") for m in found):
+        return None
+    from harness.records.code_identity import code_digest
+
+    return code_digest(found)
+
+
+def scored_notes(rows: pd.DataFrame, models) -> tuple[str, ...]:
+    """A note per table row scored from a predictions file: made outside the harness, named by the file's digest."""
+    notes = []
+    for model in models:
+        ids = [row_identity(i) for i in rows.loc[rows["model"] == model, "model_info"]] if "model_info" in rows else []
+        digests = sorted({str(i.get("model_id")) for i in ids if i and i.get("source") == SCORED})
+        if digests:
+            notes.append(f"{model}: forecasts made outside the harness, scored from a predictions file "
+                         f"(sha256 {', '.join(digests)}...) by harness score")
+    return tuple(notes)
 
 
 def unrecorded_code(rows: pd.DataFrame) -> int:

@@ -380,9 +380,28 @@ def read_records(path: Path) -> pd.DataFrame:
     or options (``--weights``, ``--model-option``). Tables must not pool those: each configuration is
     a model of its own, named after what tells it apart (``harness.records.configurations``), with the
     registry's name in ``model_name``.
+
+    Rows made with random weights (``model_info`` says ``random_weights``: ``--random-weights``, speed and
+    shape only) are left out before that, so they never reach a table, the leaderboard or the paper
+    comparison, nor make the trained rows of the same model a second configuration:
+    :func:`random_weight_rows` lists them.
     """
     from harness.records.configurations import label_configurations
 
+    frame = _all_rows(path)
+    return label_configurations(frame[~_random(frame)])
+
+
+def random_weight_rows(path: Path) -> pd.DataFrame:
+    """The rows :func:`read_records` leaves out because they were made with random weights (latest per cell
+    and configuration)."""
+    from harness.records.configurations import label_configurations
+
+    frame = _all_rows(path)
+    return label_configurations(frame[_random(frame)])
+
+
+def _all_rows(path: Path) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise RecordStoreError(f"no records file at {path}; run `python -m harness run ...` first")
@@ -390,7 +409,13 @@ def read_records(path: Path) -> pd.DataFrame:
         store = RecordStore(path, readonly=True)
     except OSError as exc:
         raise RecordStoreError(f"{path}: cannot read the records ({exc.strerror or exc})") from None
-    return label_configurations(store.frame())
+    return store.frame()
+
+
+def _random(frame: pd.DataFrame) -> pd.Series:
+    from models.random_weights import is_random_info
+
+    return frame["model_info"].map(is_random_info).astype(bool)
 
 
 # -- repair -------------------------------------------------------------------

@@ -8,14 +8,11 @@ has none was written before this existed, or scored nothing, and statistics that
 
 from __future__ import annotations
 
-import os
-import tempfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from harness.records.store import file_mode
+from harness.records.cell_files import read_npz, write_npz
 
 FOLDER = "window_errors"
 
@@ -29,27 +26,10 @@ def write_window_errors(out: Path, key: str, arrays: dict[str, np.ndarray] | Non
     path = window_errors_path(out, key)
     if arrays is None:
         path.unlink(missing_ok=True)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    try:
-        os.fchmod(fd, file_mode())  # mkstemp makes it 0600; records and per-window files share one mode
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **{name: np.asarray(value) for name, value in arrays.items()})
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    else:
+        write_npz(path, arrays)
 
 
 def read_window_errors(out: Path, key: str) -> dict[str, np.ndarray] | None:
     """A row's per-window arrays, or None when it has none. A damaged file raises, naming it."""
-    path = window_errors_path(out, key)
-    if not path.exists():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {name: data[name] for name in data.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise ValueError(f"{path}: unreadable per-window errors ({exc}); delete it and rerun the cell "
-                         "with --rerun") from exc
+    return read_npz(window_errors_path(out, key), "per-window errors")

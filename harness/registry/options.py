@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Mapping
 
-from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, PAPER_SETTINGS, Setting, SpecError
+from protocols.specs import (ARTEFACT_KINDS, BURST_DISTRIBUTIONS, LABEL_BUDGETS, MAINS_FREQUENCIES, MASK_CHANNELS,
+                             MASK_KINDS, MISSING_RATES, NOISE_LEVELS, PAPER_SETTINGS, PHYSIOLOGY_MEASURES,
+                             PHYSIOLOGY_SOURCES, ArtefactSpec, MaskSpec, PhysiologySpec, Setting, SpecError)
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class Option:
         """The value of the word(s) given on the command line; a bad word is a SpecError naming the flag."""
         try:
             return tuple(self.parse(w) for w in words) if self.many else self.parse(words)
+        except SpecError:
+            raise  # already in the user's words, naming the flag
         except (ValueError, TypeError) as exc:
             raise SpecError(f"{self.flag}: {exc}") from None
 
@@ -57,8 +61,31 @@ def percent(text: str) -> float:
     return float(text) / 100
 
 
+def percentages(flag: str, what: str, example: str) -> Callable[[str], float]:
+    """A parser of a percentage checked as the user typed it (0 < PCT <= 100), giving the fraction."""
+    def parse(text: str) -> float:
+        value = float(text)
+        if not 0 < value <= 100:
+            raise SpecError(f"{flag} {value:g}: {what} are percentages, 0 < PCT <= 100 (e.g. {flag} {example})")
+        return value / 100
+    return parse
+
+
 def _words(values, fmt: str = "{:g}") -> str:
     return " ".join(fmt.format(v) for v in values)
+
+
+def choice(known: tuple) -> Callable[[str], Any]:
+    """A parser that takes one of ``known`` (their type: str, float); anything else is a ValueError listing them."""
+    def parse(text: str) -> Any:
+        try:
+            value = type(known[0])(text)
+        except ValueError:
+            value = None
+        if value not in known:
+            raise ValueError(f"{text!r} is not one of {', '.join(f'{k:g}' if isinstance(k, float) else k for k in known)}")
+        return value
+    return parse
 
 
 # -- the options of the built-in tasks -----------------------------------------------------------------
@@ -69,12 +96,56 @@ MAX_WINDOWS_PER_SUBJECT = Option("--max-windows-per-subject", "windows (segments
                                  "task's, docs/protocols.md)", int, metavar="N")
 SEGMENT_LENGTH = Option("--segment-length", "segment length in samples (default: 96 for imputation, 128 for "
                         "classification)", int, metavar="N")
-NOISE_LEVELS_OPTION = Option("--levels", f"noise levels beta (default: {_words(NOISE_LEVELS)})", float, many=True,
-                             metavar="BETA")
-MISSING_RATES_OPTION = Option("--rates", f"missing rates in percent (default: {_words(100 * r for r in MISSING_RATES)})",
-                              percent, many=True, metavar="PCT")
+NOISE_LEVELS_OPTION = Option("--levels", f"noise levels beta (default: {_words(NOISE_LEVELS)}; with --artefact, its "
+                             "severity scale, docs/protocols.md)", float, many=True, metavar="BETA")
+MISSING_RATES_OPTION = Option("--rates", f"missing rates in percent (default: {_words(100 * r for r in MISSING_RATES)}"
+                              f"; physiology: {_words(100 * r for r in PhysiologySpec.rates)})",
+                              percentages("--rates", "missing rates", "25 50 75"), many=True,
+                              metavar="PCT")
 LABEL_BUDGETS_OPTION = Option("--budgets", "label budgets in percent (default: "
-                              f"{_words(100 * b for b in LABEL_BUDGETS)})", percent, many=True, metavar="PCT")
+                              f"{_words(100 * b for b in LABEL_BUDGETS)})",
+                              percentages("--budgets", "label budgets", "1 5 10 25 50 100"), many=True, metavar="PCT")
+
+
+# the stress tests (issue #31; docs/protocols.md): departures from the paper's protocols, whose defaults are the paper's
+MASK = Option("--mask", f"where points go missing: points (the paper's: each point alone) or contiguous gaps "
+              f"(one of {', '.join(MASK_KINDS)}; default: {MaskSpec.kind})", choice(MASK_KINDS))
+MASK_CHANNELS_OPTION = Option("--mask-channels", "independent: each channel its own gaps (asynchronous sensors); "
+                              f"shared: all channels together (default: {MaskSpec.channels})", choice(MASK_CHANNELS))
+BURST_SECONDS = Option("--burst-seconds", f"contiguous mask: mean gap length in seconds (default: {MaskSpec.burst_seconds:g})",
+                       float, metavar="S")
+BURST_DISTRIBUTION = Option("--burst-distribution", f"contiguous mask: gap length law (one of "
+                            f"{', '.join(BURST_DISTRIBUTIONS)}; default: {MaskSpec.distribution})", choice(BURST_DISTRIBUTIONS))
+MASK_OPTIONS = (MASK, MASK_CHANNELS_OPTION, BURST_SECONDS, BURST_DISTRIBUTION)
+ARTEFACT = Option("--artefact", f"what corrupts the context: gaussian (the paper's) or a wearable artefact (one of "
+                  f"{', '.join(ARTEFACT_KINDS)}; default: {ArtefactSpec.kind}); --levels is then its severity scale",
+                  choice(ARTEFACT_KINDS))
+MAINS_HZ = Option("--mains-hz", f"--artefact mains: interference frequency (one of {_words(MAINS_FREQUENCIES)}; "
+                  f"default: {ArtefactSpec.mains_hz:g})", choice(MAINS_FREQUENCIES), metavar="HZ")
+PHYSIO_CONTEXT = Option("--physio-context", f"forecast context in seconds (default: {PhysiologySpec.context_seconds:g})",
+                        float, metavar="S")
+PHYSIO_HORIZON = Option("--physio-horizon", "forecast horizon in seconds, the span whose rate is scored (default: "
+                        f"{PhysiologySpec.horizon_seconds:g})", float, metavar="S")
+PHYSIO_SEGMENT = Option("--physio-segment", f"imputed segment length in seconds (default: {PhysiologySpec.segment_seconds:g})",
+                        float, metavar="S")
+PHYSIO_SOURCES = Option("--physio-sources", f"forecasts and/or imputed segments (of {', '.join(PHYSIOLOGY_SOURCES)}; "
+                        f"default: {' '.join(PhysiologySpec.sources)})", choice(PHYSIOLOGY_SOURCES), many=True,
+                        metavar="SOURCE")
+PHYSIO_MEASURES = Option("--physio-measures", "heart rate from ECG, PPG; breathing rate from respiration (of "
+                         f"{', '.join(PHYSIOLOGY_MEASURES)}; default: {' '.join(PhysiologySpec.measures)})",
+                         choice(PHYSIOLOGY_MEASURES), many=True, metavar="MEASURE")
+PHYSIOLOGY_OPTIONS = (PHYSIO_CONTEXT, PHYSIO_HORIZON, PHYSIO_SEGMENT, PHYSIO_SOURCES, PHYSIO_MEASURES)
+
+
+def mask_of(options: Any) -> MaskSpec:
+    """The MaskSpec of a task's mask options (--mask, --mask-channels, --burst-seconds, --burst-distribution)."""
+    return MaskSpec(**given(kind=options.mask, channels=options.mask_channels, burst_seconds=options.burst_seconds,
+                            distribution=options.burst_distribution))
+
+
+def artefact_of(options: Any) -> ArtefactSpec:
+    """The ArtefactSpec of a task's artefact options (--artefact, --mains-hz)."""
+    return ArtefactSpec(**given(kind=options.artefact, mains_hz=options.mains_hz))
 
 
 # -- a task's options ----------------------------------------------------------------------------------

@@ -85,14 +85,15 @@ def table_curves(points: list[tuple[float, Table, Column]]) -> tuple[Curve, ...]
     return tuple(out)
 
 
-def error_panels(frame: pd.DataFrame, task: str, metrics: tuple[str, ...]) -> list[list[Panel]]:
+def error_panels(frame: pd.DataFrame, task: str, metrics: tuple[str, ...],
+                 xlabel: str | None = None) -> list[list[Panel]]:
     """Imputation and noise: a row per metric, a column per dataset; each point is the cell of the
-    condition's table (the same numbers as ``tables/<task>_<condition>``)."""
+    condition's table (the same numbers as ``tables/<task>_<condition>``). ``xlabel``: the task's by default."""
     tables = [(condition_value(c), t) for c, t in condition_tables(frame, task)]
     datasets = list(dict.fromkeys(c.group for _, t in tables for c in t.columns))
     from harness.registry.tasks import get_task
 
-    xlabel, ticks = get_task(task).x_label, get_task(task).x_ticks
+    xlabel, ticks = xlabel or get_task(task).x_label, get_task(task).x_ticks
     grid = [[Panel(ds, xlabel, f"{metric} ({UNIT}, normalised)",
                    table_curves([(x, t, Column(ds, metric)) for x, t in tables]), ticks)
              for ds in datasets] for metric in metrics]
@@ -122,7 +123,21 @@ def coinciding(curves: tuple[Curve, ...], rtol: float = EXACT) -> list[list[str]
     return [[c.model for c in g] for g in groups if len(g) > 1]
 
 
-def _style(i: int) -> dict:
+def model_index(model: str) -> int:
+    """A model's place among every registered model (then other names, e.g. the random row, by name): the
+    index of its style in every figure, so one model has one colour and marker in all of them."""
+    from models.registry import all_specs
+
+    names = list(all_specs())
+    return names.index(model) if model in names else len(names) + sum(ord(c) for c in model) % 10
+
+
+def model_colours(models) -> dict[str, str]:
+    """Model -> its colour in every figure (:func:`model_index`)."""
+    return {m: model_style(model_index(m))["color"] for m in models}
+
+
+def model_style(i: int) -> dict:
     """Model i's colour, hollow marker, marker size and line style: coinciding lines still show each
     marker (smaller shapes nest inside larger ones) and alternate dashes."""
     return dict(color=f"C{i % 10}", marker=MARKERS[i % len(MARKERS)], ls=LINESTYLES[i % len(LINESTYLES)],
@@ -158,7 +173,7 @@ def draw(grid: list[list[Panel]]):
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     panels = [p for row in grid for p in row]
     models = list(dict.fromkeys(c.model for p in panels for c in p.curves))
-    styles = {m: _style(i) for i, m in enumerate(models)}
+    styles = {m: model_style(model_index(m)) for m in models}
     exact, close = [], []
     for ax, panel in zip(axes.flat, panels):
         _draw_panel(ax, panel, styles)

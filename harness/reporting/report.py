@@ -229,6 +229,7 @@ class Report:
     path: Path
     produced: tuple[str, ...]
     missing: tuple[tuple[str, str], ...]  # (what, why)
+    html: Path | None = None  # the same report as one self-contained HTML file (harness.reporting.report_html)
 
     def summary(self) -> str:
         """One line per thing produced; one line per reason for what was not, naming what it holds back."""
@@ -238,6 +239,7 @@ class Report:
         return "\n".join([f"Produced ({len(self.produced)}):", *[f"  {p}" for p in self.produced],
                           f"Not produced ({len(self.missing)}):",
                           *[f"  {', '.join(whats)}: {reason}" for reason, whats in why.items()],
+                          *([f"In a browser: {self.html} (one self-contained file)"] if self.html else []),
                           f"Report: {self.path} (paths above are relative to {self.path.parent})"])
 
     def __str__(self) -> str:  # `python -m harness report` prints what write_report returns
@@ -255,7 +257,9 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
     frame = read_records(records_file) if records_file.is_file() else pd.DataFrame(columns=list(COLUMNS))
     root = Path(studies) if studies is not None else results.parent if results.is_file() else results
     out.mkdir(parents=True, exist_ok=True)
-    produced = _task_tables(frame, out)
+    from harness.reporting.pretraining_marks import read_declared_sources, registry_markdown
+
+    produced = _task_tables(frame, out, read_declared_sources(records_file.parent))
     made, missing = _task_figures(frame, out)
     produced += made
     made, not_found = _copied_figures(results.parent if results.is_file() else results, out)
@@ -272,15 +276,23 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
     statistics = write_statistics(frame, results.parent if results.is_file() else results, out / "statistics",
                                   reference=reference)
     produced, missing = produced + statistics.produced, missing + statistics.missing
+    from harness.reporting.overhead import write_overhead  # the System Overhead appendix (benchmarks/system_overhead.py)
+
+    made, not_made = write_overhead(results, out, frame, paper_model_names(), records_file, paper_dir)
+    produced, missing = produced + made, missing + not_made
     report = out / "REPORT.md"
+    header = (f"Records: {records_file} ({len(frame)} rows). Paper tables: {paper_dir}. "
+              f"Study outputs ({', '.join(f for f, _ in STUDY_OUTPUTS.values())}): searched under {root}.")
     report.write_text("\n".join([
-        "# Report", "", f"Records: {records_file} ({len(frame)} rows). Paper tables: {paper_dir}. "
-        f"Study outputs ({', '.join(f for f, _ in STUDY_OUTPUTS.values())}): searched under {root}.", "",
+        "# Report", "", header, "",
         "Units: every RMSE and MAE (normalised space), Macro-F1 and Macro-AUROC is x100, shown with two decimals, "
         "in tables, comparisons and figures alike.", "",
         "## Produced", "", *[f"- {p}" for p in produced], "", "## Not produced", "",
-        *[f"- {what}: {why}" for what, why in missing], ""]))
-    return Report(report, tuple(produced), tuple(missing))
+        *[f"- {what}: {why}" for what, why in missing], "", *registry_markdown()]))
+    from harness.reporting.report_html import write_html
+
+    page = write_html(out, header, produced, missing)
+    return Report(report, tuple(produced), tuple(missing), page)
 
 
 # -- the training studies' tables --------------------------------------------------------------------
@@ -436,12 +448,15 @@ def _tasks(frame: pd.DataFrame) -> list[str]:
     return [t for t in all_tasks() if (frame["task"] == t).any()]
 
 
-def _task_tables(frame: pd.DataFrame, out: Path) -> list[str]:
-    """This run's tables (Markdown and LaTeX), one line per task."""
+def _task_tables(frame: pd.DataFrame, out: Path, declared: dict | None = None) -> list[str]:
+    """This run's tables (Markdown and LaTeX), one line per task; ``declared``: the source databases
+    user datasets declare (pre-training overlap marks)."""
+    from harness.reporting.pretraining_marks import marked_task_tables
+
     lines = []
     for task in _tasks(frame):
         stems = []
-        for stem, table in task_tables(frame, task):
+        for stem, table in marked_task_tables(frame, task, declared=declared):
             for style, ext in (("markdown", "md"), ("latex", "tex")):
                 path = out / "tables" / f"{stem}.{ext}"
                 path.parent.mkdir(parents=True, exist_ok=True)

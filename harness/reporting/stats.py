@@ -402,7 +402,10 @@ def plot_cd_diagram(summary: RankSummary, path_stem: Path, alpha: float = 0.05, 
     fig, ax = plt.subplots(figsize=(7.0, 1.2 + 0.35 * k))
     try:
         # the CD goes in the title: scikit-posthocs' own CD bar sits on the rank axis's tick labels
-        sp.critical_difference_diagram(summary.avg_rank, summary.nemenyi_p, alpha=alpha, ax=ax)
+        from harness.reporting.figures import model_colours  # one colour per model in every figure
+
+        sp.critical_difference_diagram(summary.avg_rank, summary.nemenyi_p, alpha=alpha, ax=ax,
+                                       color_palette=model_colours(summary.avg_rank.index))
         _sort_crossbars(ax)
         ax.set_title(f"Average rank over {n_used} complete {blocks}; Nemenyi CD = {cd:.2f} (alpha = {alpha:g})", pad=12)
         for p in out:

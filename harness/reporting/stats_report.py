@@ -166,7 +166,22 @@ def significance_grid(sig: pd.DataFrame) -> pd.DataFrame:
         mark = "*" if r["model"] == r["reference"] else ("+" if better else "=" if r["not_worse"] else "")
         return f"{r['value'] * SCALE:.2f} [{r['ci_low'] * SCALE:.2f}, {r['ci_high'] * SCALE:.2f}]{mark}"
     sig = sig.assign(cell=sig["dataset"] + " " + sig["setting"] + _condition_suffix(sig), text=sig.apply(text, axis=1))
-    return sig.pivot(index="model", columns="cell", values="text").fillna("")
+    grid = sig.pivot(index="model", columns="cell", values="text").fillna("")
+    datasets = list(dict.fromkeys(sig["dataset"]))
+    order = sig.drop_duplicates("cell").assign(
+        ds=lambda f: f["dataset"].map(datasets.index), length=lambda f: f["setting"].map(_setting_order))
+    return grid[list(order.sort_values(["ds", "length", "cell"], kind="stable")["cell"])]  # 48/24 before 128/64
+
+
+def _setting_order(setting: str) -> tuple:
+    """Settings by their lengths (C/H as numbers), anything else after them as text."""
+    from protocols.specs import Setting, SpecError
+
+    try:
+        s = Setting.parse(setting)
+        return (0, s.context, s.horizon, "")
+    except SpecError:
+        return (1, 0, 0, str(setting))
 
 
 def _condition_suffix(frame: pd.DataFrame) -> pd.Series:
@@ -269,13 +284,16 @@ def leaderboard(frame: pd.DataFrame, windows: dict[tuple, dict[str, CellWindows]
     crps, wql = quantile_scores(windows)
     board["crps"] = crps.mean(axis=0) if not crps.empty else np.nan  # NaN: a point forecaster
     board["wql"] = wql.mean(axis=0) if not wql.empty else np.nan
+    from harness.reporting.pretraining_marks import leaderboard_column
+
+    board["pretraining_overlap"] = leaderboard_column(board.index, frame, task)  # a mark, not a score (#35)
     return board, note
 
 
 # -- figures -----------------------------------------------------------------------------------
 def horizon_figure(windows: dict[tuple, dict[str, CellWindows]], path_stem: Path) -> list[Path]:
     """RMSE against horizon step, one panel per (dataset, setting) of the clean condition."""
-    from harness.reporting.figures import pyplot, save_png_pdf
+    from harness.reporting.figures import model_index, model_style, pyplot, save_png_pdf
 
     cells = sorted(c for c in windows if c[2] == "clean")
     if not cells:
@@ -289,16 +307,19 @@ def horizon_figure(windows: dict[tuple, dict[str, CellWindows]], path_stem: Path
     for i, dataset in enumerate(datasets):
         for j, setting in enumerate(settings):
             ax = axes[i][j]
-            for k, model in enumerate(models):
+            for model in models:
                 w = windows.get((dataset, setting, "clean"), {}).get(model)
                 if w is None:
                     continue
                 curve = np.sqrt(w.step_sse / w.step_n) * SCALE
-                ax.plot(np.arange(1, len(curve) + 1), curve, label=model, lw=1.2,
-                        ls=("-", "--", ":", "-.")[k // 10 % 4])
+                style = {k: v for k, v in model_style(model_index(model)).items() if k != "capsize"}
+                ax.plot(np.arange(1, len(curve) + 1), curve, label=model, markevery=max(1, len(curve) // 6), **style)
             ax.set_title(f"{dataset}, {setting}", fontsize=9)
-            ax.set_xlabel("horizon step")
-            ax.set_ylabel("RMSE (x100)")
+            if i == len(datasets) - 1:
+                ax.set_xlabel("horizon step")
+            if j == 0:  # one y label per row, not one per panel
+                ax.set_ylabel("RMSE (x100)")
+    fig.tight_layout()  # the panels fill the figure: no gap before the legend beside them
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
     try:
@@ -311,7 +332,7 @@ def horizon_figure(windows: dict[tuple, dict[str, CellWindows]], path_stem: Path
 def _text(df: pd.DataFrame) -> str:
     df = df.rename(index=lambda v: plain(v) if isinstance(v, str) else v,
                    columns=lambda v: plain(v) if isinstance(v, str) else v)
-    return df.to_string(float_format=lambda v: f"{v:.3f}") + "\n"
+    return df.to_string(float_format=lambda v: f"{v:.3f}", na_rep="") + "\n"  # empty, as in Markdown and the captions
 
 
 def _markdown(df: pd.DataFrame) -> str:
@@ -417,7 +438,7 @@ def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: s
                    f"{label} x100 [95% block-bootstrap interval over subjects]; * = "
                    + (f"the reference model, {reference}" if reference else "the cell's best model")
                    + ", + = significantly better than it, "
-                   f"= = not significantly worse than it (Wilcoxon signed-rank over the same windows, Holm-corrected, "
+                   f"= = not significantly worse than it, no mark = significantly worse than it (Wilcoxon signed-rank over the same windows, Holm-corrected, "
                    f"alpha {alpha}).")
             done.produced.append(f"{task} {label} significance and intervals: statistics/significance_{metric}_{task}"
                                  "_grid.(txt|md) and .csv")

@@ -41,6 +41,7 @@ class Entry:
     requested: int
     status: str  # "ok" | "unavailable" | "error"
     problem: str = ""  # why the number is no plain result although shown: "mixed", "stale" (notes say more)
+    overlap: str = ""  # pre-training overlap of the model on this dataset (harness.reporting.pretraining_marks): a mark, not a rank
 
     @property
     def partial(self) -> bool:
@@ -67,6 +68,7 @@ class Table:
     entries: dict[tuple[str, Column], Entry]
     notes: tuple[str, ...] = ()
     model_notes: tuple[str, ...] = ()  # how a model was run (registry notes): printed once per run by the CLI
+    overlap_notes: tuple[tuple[str, str], ...] = ()  # (mark, text): pre-training overlap (harness.reporting.pretraining_marks)
 
     def all_notes(self, with_model_notes: bool = True) -> tuple[str, ...]:
         return self.notes + (self.model_notes if with_model_notes else ())
@@ -184,7 +186,10 @@ def error_table(frame: pd.DataFrame, task: str, condition: str | None = None, mo
                 notes.append(f"{model} on {ds}: {problem}")
     notes += unrecorded_note(rows)
     measured = [m for m in models if any(e.status == "ok" for (name, _), e in entries.items() if name == m)]
-    return Table(caption, columns, tuple(models), entries, tuple(notes), model_notes(registry_names(rows, measured), task))
+    from harness.records.configurations import scored_notes
+
+    return Table(caption, columns, tuple(models), entries, tuple(notes),
+                 model_notes(registry_names(rows, measured), task) + scored_notes(rows, measured))
 
 
 # -- tables of per-row metrics ------------------------------------------------------------
@@ -367,8 +372,10 @@ def _cell(entry: Entry | None, style: str, rank: int | None) -> str:
     # a spread needs two samples: one setting or one seed has none, and "±0.00" would claim zero variance
     std = f"{entry.std:.2f}" if entry.replicates > 1 and np.isfinite(entry.std) else None
     dagger = {"text": "+", "markdown": "†", "latex": r"^{\dagger}"}[style] if entry.marked else ""
-    if style == "text":
-        return f"{mean}±{std}{dagger}" if std else f"{mean}{dagger}"
+    dagger += _overlap_mark(entry.overlap, style)
+    if style == "text":  # a terminal has no bold: superscript ranks, as the caption says
+        mark = TEXT_RANKS.get(rank, "") if rank else ""
+        return f"{mean}±{std}{dagger}{mark}" if std else f"{mean}{dagger}{mark}"
     if style == "markdown":
         mean = f"**{mean}**" if rank == 1 else f"<u>{mean}</u>" if rank == 2 else mean
         return (f"{mean} ± {std}" if std else mean) + dagger
@@ -376,6 +383,20 @@ def _cell(entry: Entry | None, style: str, rank: int | None) -> str:
     return rf"${mean}_{{\pm {std}}}{dagger}$" if std else rf"${mean}{dagger}$"
 
 
+_TEX_MARKS = {"‡": r"$^{\ddagger}$ ", "?": "$^{?}$ ", "": ""}  # the overlap notes' marks in LaTeX
+
+
+# pre-training overlap marks (harness.reporting.pretraining_marks): may have seen the dataset; corpus not documented
+OVERLAP_MARKS = {"yes": "‡", "partial": "‡", "unknown": "?", "no": ""}
+
+
+def _overlap_mark(status: str, style: str) -> str:
+    """The pre-training overlap mark of a cell: ‡ may have seen the dataset, ? corpus not documented."""
+    mark = OVERLAP_MARKS.get(status, "")
+    return {"‡": r"^{\ddagger}", "?": "^{?}"}.get(mark, "") if style == "latex" else mark
+
+
+TEXT_RANKS = {1: "¹", 2: "²"}  # best and second best in text tables
 TEXT_WIDTH = 100  # text tables (terminal, .txt) fit this many columns; Markdown and LaTeX stay wide
 
 
@@ -392,14 +413,18 @@ def render(table: Table, style: str = "text", with_model_notes: bool = True) -> 
     header = ["Model"] + [f"{name(c.group)} {name(c.label)}" for c in table.columns]
     body = [[name(model)] + [_cell(table.entries.get((model, c)), style, ranks.get((model, c)))
                              for c in table.columns] for model in table.models]
+    overlap = [(mark, name(text)) for mark, text in table.overlap_notes]
     if style == "text":
-        return _render_text(plain(table.caption), header, body, tuple(plain(n) for n in notes))
+        caption = plain(table.caption) + (" Best ¹, second ²." if ranks else "")
+        return _render_text(caption, header, body, tuple(plain(n) for n in notes), overlap)
     if style == "markdown":
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(r) + " |" for r in body]
         out = [md_escape(table.caption) + " Best **bold**, second <u>underlined</u>.", "", *lines]
         if notes:
             out += ["", *[f"† {md_escape(n)}" for n in notes]]
+        if overlap:
+            out += ["", *[f"{mark or '·'} {text}" for mark, text in overlap]]
         return "\n".join(out) + "\n"
     groups: list[tuple[str, int]] = []
     for c in table.columns:
@@ -416,13 +441,14 @@ def render(table: Table, style: str = "text", with_model_notes: bool = True) -> 
         *[" & ".join(r) + r" \\" for r in body],
         r"\bottomrule", r"\end{tabular}",
         *[rf"\par\footnotesize $^{{\dagger}}$ {_tex(n)}" for n in notes],
+        *[rf"\par\footnotesize {_TEX_MARKS[m]}{text}" for m, text in overlap],
         r"\end{table}",
     ]
     return "\n".join(lines) + "\n"
 
 
 def _render_text(caption: str, header: list[str], body: list[list[str]], notes: tuple[str, ...],
-                 width: int = TEXT_WIDTH) -> str:
+                 overlap: list[tuple[str, str]] = (), width: int = TEXT_WIDTH) -> str:
     """Aligned columns no wider than ``width``: columns that do not fit go to a further block that
     repeats the model column; caption and notes are wrapped."""
     import textwrap
@@ -445,6 +471,8 @@ def _render_text(caption: str, header: list[str], body: list[list[str]], notes: 
         out += ([""] if n else []) + lines
     for note in notes:
         out += textwrap.wrap(note, width, initial_indent="+ ", subsequent_indent="  ")
+    for mark, note in overlap:
+        out += textwrap.wrap(note, width, initial_indent=f"{mark or '-'} ", subsequent_indent="  ")
     return "\n".join(out) + "\n"
 
 

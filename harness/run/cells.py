@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from models.random_weights import RANDOM_WEIGHTS_NOTE, random_weights_marker
 from models.registry import ModelUnavailableError, get_spec
 from protocols.data import Dataset
 from protocols.datasets import load_dataset
@@ -102,8 +103,12 @@ def evaluate_cell(task, cell: Cell, dataset: Dataset) -> dict[str, object]:
 
 def model_info(model: Model, cell: Cell) -> str:
     """The model's ``describe()`` and the device it ran on (``--device``; cpu unless a device was passed),
-    without absolute paths (:func:`shareable`): records travel, home folders should not."""
-    info = {"device": dict(cell.model_options).get("device", "cpu"), **model.describe()}
+    without absolute paths (:func:`shareable`): records travel, home folders should not. With weights from
+    a random-weight folder also ``random_weights`` (such rows never reach a table)."""
+    options = dict(cell.model_options)
+    info = {"device": options.get("device", "cpu"), **model.describe()}
+    if random_weights_marker(options.get("weights")) is not None:
+        info["random_weights"] = RANDOM_WEIGHTS_NOTE
     return json.dumps(shareable(info), sort_keys=True, default=str)
 
 

@@ -59,13 +59,10 @@ def exit_when_orphaned(parent: int, poll_s: float = 0.5) -> threading.Thread:
 def _worker_init(parent: int) -> None:
     exit_when_orphaned(parent)
     # Two cores shared by N workers: one thread each, or they fight for the cores.
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    try:
-        import torch
+    from harness.run.threads import single_thread_unless_set
 
-        torch.set_num_threads(1)
-    except ImportError:
-        pass
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    single_thread_unless_set(force=True)
 
 
 class ProcessExecutor:

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
+from harness.records.cell_files import CELL_FILES, write_cell_files
 from harness.run.cells import WINDOW_ERRORS, Cell, run_cell, setting_name
 from harness.run.executor import EXECUTORS, make_executor
 from harness.run.progress import Progress
@@ -17,6 +18,8 @@ from harness.records.window_store import write_window_errors
 from harness.records.configurations import recorded_code, with_identity
 from models.registry import get_spec, identity_digest, is_hub_id
 from harness.registry.tasks import get_task, task_options
+from harness.run.threads import single_thread_unless_set
+from harness.run.usage import check_models
 from protocols.data import dataset_fingerprint
 from protocols.datasets import all_datasets, is_path_like, load_dataset, resolve_data_root
 from protocols.specs import SpecError
@@ -258,9 +261,7 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
     task = config.task_object
     dataset_refs = config.datasets or default_datasets()
     model_names = config.models or default_models(config.task)
-    for name in model_names:
-        if name not in task.model_free:
-            get_spec(name)  # unknown model: a clear error now, not per cell
+    check_models(config.task, model_names, task.model_free)  # every typo at once; a model unfit for the task
     for name, directory in config.weights:
         get_spec(name)
         _check_declares(name, "weights", f"--weights {name}={directory}")
@@ -281,6 +282,7 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
         folds = task.folds(dataset)
         label = dataset.name
         summary.dataset_labels[resolved] = label
+        _record_sources(config, label, dataset.metadata.get("source_database", ()))
         data_fp = dataset_fingerprint(dataset)
         for seed in config.run_seeds:
             spec = config.specs(seed)
@@ -345,6 +347,7 @@ def lost_cell_row(cell: Cell, error: BaseException) -> dict[str, object]:
 
 
 def execute(config: RunConfig, log=print) -> RunSummary:
+    single_thread_unless_set()  # a busy CPU: one thread per process (harness.run.threads); workers set their own
     # a cluster is joined before planning: --device auto asks it, not this machine, for GPUs
     executor = make_executor(config.jobs, config.executor, config.ray_address, cell_resources)
     try:
@@ -419,7 +422,8 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
     try:
         for cell, result in executor.run(run_cell, not_done_elsewhere(), lost_cell_row):
             fields = fields_of[cell]
-            _keep_window_errors(config.out, str(fields["key"]), result.pop(WINDOW_ERRORS, None))  # before its row
+            _keep_arrays(config.out, str(fields["key"]), result.pop(WINDOW_ERRORS, None),  # before its row
+                         result.pop(CELL_FILES, None))
             result["model_info"] = with_identity(result.get("model_info"), summary.identities[cell.model])
             store.write({**fields, **result, "code_version": version,
                          "finished_at": _now()})
@@ -435,14 +439,16 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
     return summary
 
 
-def _keep_window_errors(out: Path, key: str, arrays) -> None:
-    """Write a cell's per-window errors before its row; a full disk or a read-only folder stops the run
-    with one line (every finished row is kept, and the same command resumes)."""
+def _keep_arrays(out: Path, key: str, windows, files) -> None:
+    """Write a cell's per-window errors and its other arrays (``harness.records.cell_files``) before its row; a full
+    disk or a read-only folder stops the run with one line (every finished row is kept, and the same command
+    resumes)."""
     try:
-        write_window_errors(out, key, arrays)
+        write_window_errors(out, key, windows)
+        write_cell_files(out, key, files)
     except OSError as exc:
-        raise RecordStoreError(f"{exc.filename or Path(out) / 'window_errors'}: could not write a cell's per-window "
-                               f"errors ({exc.strerror or exc}); every finished row is kept: free space and rerun "
+        raise RecordStoreError(f"{exc.filename or Path(out) / 'window_errors'}: could not write a cell's arrays "
+                               f"({exc.strerror or exc}); every finished row is kept: free space and rerun "
                                "the same command to resume") from None
 
 
@@ -464,3 +470,11 @@ def _cost_probes_first(pending: list[tuple[Cell, dict[str, object]]],
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _record_sources(config, label: str, sources: tuple[str, ...]) -> None:
+    """A user dataset's declared source databases, kept beside the records for the overlap marks (#35)."""
+    from harness.records.dataset_sources import record_declared_sources
+
+    if sources:
+        record_declared_sources(Path(config.records_path).parent, label, tuple(sources))

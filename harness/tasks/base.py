@@ -61,7 +61,7 @@ class Task:
         """The registry's default models that declare this task, then :attr:`model_free`."""
         from models.registry import all_specs
 
-        names = tuple(name for name, spec in all_specs().items() if spec.default and self.name in spec.tasks)
+        names = tuple(name for name, spec in all_specs().items() if spec.is_default_for(self.name))
         return names + self.model_free
 
     # -- one cell ---------------------------------------------------------------------------
@@ -118,17 +118,41 @@ class ErrorTask(Task):
     x_ticks: str | None = None  # tick format at the conditions ("{:g}%"); None: matplotlib's
     unit: str = "window"  # what a cell scores ("no window of ... could be scored")
 
+    def family(self, condition: str) -> str:
+        """The named option (beyond the paper's protocol) a condition belongs to, e.g. a mask or an artefact;
+        "" for the paper's.  Each family has its own tables and figure; the paper's keep their file names."""
+        return ""
+
+    def family_label(self, family: str) -> str:
+        """The x axis of a family's figure (default: the task's)."""
+        return self.x_label
+
+    def families(self, frame) -> list[tuple[str, Any]]:
+        """(family, the task's rows of it), the paper's first."""
+        rows = frame[frame["task"] == self.name]
+        names = rows["condition"].map(self.family) if len(rows) else rows["condition"]
+        return [(f, rows[names == f]) for f in sorted(set(names), key=lambda f: (f != "", f))]
+
     def tables(self, frame, models=None, datasets=None):
         from harness.reporting.tables import file_stem, condition_tables
 
-        return [(f"{self.name}_{file_stem(c)}", t) for c, t in condition_tables(frame, self.name, models, datasets)]
+        out = []
+        for family, rows in self.families(frame) or [("", frame)]:
+            prefix = f"{self.name}_{family_stem(family)}_" if family else f"{self.name}_"
+            out += [(prefix + file_stem(c), t) for c, t in condition_tables(rows, self.name, models, datasets)]
+        return out
 
     def figures(self, frame, out_dir):
         from harness.reporting.figures import error_panels, save_figure
 
         if not self.figure_metrics:
             return []
-        return save_figure(error_panels(frame, self.name, self.figure_metrics), out_dir / self.figure_stem)
+        paths = []
+        for family, rows in self.families(frame):
+            stem = f"{self.figure_stem}_{family_stem(family)}" if family else self.figure_stem
+            grid = error_panels(rows, self.name, self.figure_metrics, self.family_label(family) if family else None)
+            paths += save_figure(grid, out_dir / stem)
+        return paths
 
     def error_row(self, cell: Cell, out: Any, extra: dict[str, object] | None = None) -> dict[str, object]:
         """The row of a protocol result with ``errors`` (``protocols.metrics``), ``n_windows``,
@@ -147,6 +171,7 @@ class ErrorTask(Task):
         windows = getattr(out, "windows", None)
         if windows is not None:  # per-window statistics: the runner writes them beside the records
             row[WINDOW_ERRORS] = windows.arrays()
+        add_cell_files(row, channel_errors=getattr(out, "channels", None), masks=getattr(out, "mask", None))
         return row
 
     def _unscored_reason(self, cell: Cell, errors, short_recordings: int, skipped_missing: int) -> str | None:
@@ -160,6 +185,21 @@ class ErrorTask(Task):
             return (f"{' and '.join(bad)} not finite over {errors.n} points: the forecasts or the data hold values "
                     "beyond float range (check the data for extreme values)")
         return None
+
+
+def family_stem(family: str) -> str:
+    """A family's part of a file name: no dots (a figure's suffix would cut ``0.5s``), no spaces."""
+    return "".join(ch if ch.isalnum() or ch == "-" else "_" for ch in family.replace(".", "p"))
+
+
+def add_cell_files(row: dict[str, object], **arrays: Any) -> None:
+    """Put arrays a cell keeps beside its row (``harness.records.cell_files``: folder -> object with ``arrays()``)
+    into ``row``; None values are left out."""
+    from harness.records.cell_files import CELL_FILES
+
+    files = {folder: value.arrays() for folder, value in arrays.items() if value is not None}
+    if files:
+        row.setdefault(CELL_FILES, {}).update(files)
 
 
 def paper_cell(table: str, model: str, dataset: str, metric: str, condition: str, ours: float, ours_std: float,

@@ -9,7 +9,7 @@ import numpy as np
 
 from harness.registry.metrics import MACRO_AUROC, MACRO_F1
 from harness.registry.options import LABEL_BUDGETS_OPTION, MAX_WINDOWS_PER_SUBJECT, SEGMENT_LENGTH, given
-from harness.tasks.base import Task, cells_frame, details, paper_cell
+from harness.tasks.base import Task, add_cell_files, cells_frame, details, paper_cell
 from harness.tasks.imputation import segment_options
 from protocols.classification import (RANDOM_BASELINE, check_classifiable, evaluate_classification,
                                       labelled_segments)
@@ -47,8 +47,10 @@ class Classification(Task):
             segments = labelled_segments(dataset, spec, cell.seed)  # the seed draws the segments
             embeddings = embeddings_of(cell, dataset, model, segments, spec)
         out = evaluate_classification(dataset, spec, cell.level, cell.seed, embeddings)
-        return {"status": "ok", "macro_f1": out.macro_f1, "macro_auroc": out.macro_auroc,
-                "n_windows": out.n_windows, "details": details(notes=list(out.notes)), "model_info": ""}
+        row = {"status": "ok", "macro_f1": out.macro_f1, "macro_auroc": out.macro_auroc,
+               "n_windows": out.n_windows, "details": details(notes=list(out.notes)), "model_info": ""}
+        add_cell_files(row, predictions=out.predictions)  # per-subject scores (harness.reporting.breakdown)
+        return row
 
     # -- tables --------------------------------------------------------------------------------
     def tables(self, frame, models=None, datasets=None):

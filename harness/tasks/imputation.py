@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.registry.options import MAX_WINDOWS_PER_SUBJECT, MISSING_RATES_OPTION, SEGMENT_LENGTH, given
+from harness.registry.options import (MASK_OPTIONS, MAX_WINDOWS_PER_SUBJECT, MISSING_RATES_OPTION, SEGMENT_LENGTH, given,
+                                      mask_of)
 from harness.tasks.base import ErrorTask, cells_frame, details, paper_cell
 from protocols.imputation import evaluate_imputation
-from protocols.specs import ImputationSpec, RUN_SEEDS
+from protocols.specs import MISSING_RATES, ImputationSpec, RUN_SEEDS
 from protocols.splits import get_fold
 
 
@@ -30,13 +31,17 @@ class Imputation(ErrorTask):
     x_label = "missing rate"
     x_ticks = "{:g}%"
     unit = "segment"
-    options = (MISSING_RATES_OPTION, SEGMENT_LENGTH, MAX_WINDOWS_PER_SUBJECT)
+    options = (MISSING_RATES_OPTION, SEGMENT_LENGTH, MAX_WINDOWS_PER_SUBJECT, *MASK_OPTIONS)
 
     def spec(self, options, seed):
-        return ImputationSpec(**given(rates=options.rates), **segment_options(options))
+        return ImputationSpec(**given(rates=options.rates), mask=mask_of(options), **segment_options(options))
 
     def points(self, spec):
-        return [(spec.length, f"missing={r * 100:g}%", r) for r in spec.rates]
+        return [(spec.length, spec.mask.condition(r), r) for r in spec.rates]
+
+    def family(self, condition):
+        """The mask of a condition: "" for the paper's (``missing=25%``), else its name (``contiguous-...``)."""
+        return condition.rpartition("missing=")[0].strip()
 
     def capable(self, model, cell):
         caps = model.capabilities
@@ -44,7 +49,10 @@ class Imputation(ErrorTask):
 
     def evaluate(self, cell, dataset, model):
         out = evaluate_imputation(model, dataset, get_fold(dataset, cell.fold), cell.spec, cell.level, cell.seed)
-        return self.error_row(cell, out, {"details": details(queries=out.n_queries)})
+        facts = {"queries": out.n_queries}
+        if not cell.spec.mask.is_paper:  # the paper's rows keep their details byte for byte
+            facts["missing_share"] = round(out.missing_share, 6)
+        return self.error_row(cell, out, {"details": details(**facts)})
 
     def paper_cells(self, frame, paper_dataset):
         """RMSE and MAE per missing rate (the paper's tab:e-imp25, -50, -75), mean ± std over seeds."""
@@ -52,6 +60,7 @@ class Imputation(ErrorTask):
 
         rows = []
         per = pooled(frame, self.name)
+        per = per[per["condition"].map(self.family) == ""] if not per.empty else per  # the paper's masks only
         for (ds, model, cond), g in (per.groupby(["dataset", "model", "condition"], sort=False)
                                      if not per.empty else []):
             ok = g[g["complete"]]

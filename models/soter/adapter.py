@@ -108,6 +108,15 @@ def load_soter(weights: str | Path | None = None, rollout: str = "autoregressive
                         batch_size=batch_size, source=str(folder), checkpoint=folder)
 
 
+def load_soter_anchored(weights: str | Path | None = None, rollout: str = "per-query", per_channel: bool = False,
+                        device: str = "cpu", name: str = "soter-anchored", batch_size: int = 256,
+                        seed: int = 0) -> SoterAdapter:
+    """The shipped checkpoint with options beyond the paper (``soter-cpu-64-anchored``), or ``weights=DIR``."""
+    from models.soter.registration import anchored_checkpoint_dir
+
+    return load_soter(anchored_checkpoint_dir(weights), rollout, per_channel, device, name, batch_size, seed)
+
+
 def load_random_tiny(seed: int = 0, rollout: str = "autoregressive", per_channel: bool = False,
                      config: str = "soter-tiny", device: str = "cpu", batch_size: int = 256) -> SoterAdapter:
     """RANDOM WEIGHTS: for tests and smoke runs only; never a SOTER result. The weights are drawn on the

@@ -12,25 +12,40 @@ SHIPPED = CHECKPOINTS / SHIPPED_NAME
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
 
 
+# beyond the paper (issue #26): window-standardised input, a linear value path and forecasts anchored at
+# the last observed value; its MODEL_CARD.md says how it departs, why, and how it was chosen
+ANCHORED_NAME = "soter-cpu-64-anchored"
+ANCHORED = CHECKPOINTS / ANCHORED_NAME
+
+
 def checkpoint_dir(weights: str | Path | None = None) -> Path:
     return Path(weights).expanduser() if weights else SHIPPED
 
 
-def check_checkpoint(weights: str | Path | None = None, **_: object) -> str | None:
+def anchored_checkpoint_dir(weights: str | Path | None = None) -> Path:
+    return Path(weights).expanduser() if weights else ANCHORED
+
+
+def check_checkpoint(weights: str | Path | None = None, entry: str = "soter", default: Path = SHIPPED,
+                     **_: object) -> str | None:
     """None when a checkpoint (config.json + safetensors weights) is there, else how to get one."""
-    folder = checkpoint_dir(weights)
+    folder = Path(weights).expanduser() if weights else default
     if (folder / "config.json").is_file() and any((folder / f).is_file() for f in _WEIGHT_FILES):
         return None
-    where = f"--weights soter={weights}" if weights else f"{SHIPPED.relative_to(CHECKPOINTS.parents[2])}"
+    where = f"--weights {entry}={weights}" if weights else f"{default.relative_to(CHECKPOINTS.parents[2])}"
     return (f"no trained SOTER checkpoint found ({where}: needs config.json and model.safetensors); "
-            "train one (docs/soter-training.md) or pass --weights soter=DIR. "
+            f"train one (docs/soter-training.md) or pass --weights {entry}=DIR. "
             "Random weights are never used for SOTER rows.")
+
+
+def check_anchored_checkpoint(weights: str | Path | None = None, **_: object) -> str | None:
+    return check_checkpoint(weights, "soter-anchored", ANCHORED)
 
 
 register(ModelSpec(
     name="soter", factory="models.soter.adapter:load_soter", family="soter", capabilities_on_load=True,
-    description=f"SOTER from a trained checkpoint (default: the shipped {SHIPPED_NAME}), forecasts decoded "
-                "per query: forecast, causal CDE imputation, embedding",
+    description=f"SOTER, the paper's architecture and objective, from a trained checkpoint (default: the shipped "
+                f"{SHIPPED_NAME}), forecasts decoded per query: forecast, causal CDE imputation, embedding",
     licence="MIT (this repository's weights)", check="models.soter.registration:check_checkpoint",
     tasks=("forecasting", "imputation", "noise", "classification"),
     options={"rollout": "per-query", "name": "soter"}, default_weights="models.soter.registration:checkpoint_dir",
@@ -47,6 +62,22 @@ register(ModelSpec(
     check="models.soter.registration:check_checkpoint", tasks=("forecasting", "noise"),
     options={"rollout": "autoregressive", "name": "soter-autoregressive"},
     default_weights="models.soter.registration:checkpoint_dir",
+))
+
+register(ModelSpec(
+    name="soter-anchored", factory="models.soter.adapter:load_soter_anchored", family="soter",
+    capabilities_on_load=True,
+    description=f"SOTER DEPARTING FROM THE PAPER (default: the shipped {ANCHORED_NAME}): per-window standardised "
+                "input, a linear value path, forecasts anchored at the last observed value (a zero decoder "
+                "change is last value); chosen by a held-out ablation (its MODEL_CARD.md). Decoded per query",
+    licence="MIT (this repository's weights)", check="models.soter.registration:check_anchored_checkpoint",
+    tasks=("forecasting", "imputation", "noise", "classification"),
+    default=("forecasting",),  # the issue asks for every shipped SOTER in the default forecasting run; the
+    # other tasks' default runs would take minutes longer (BENCHMARKS.md), so there it is opt-in
+    options={"rollout": "per-query", "name": "soter-anchored"},
+    default_weights="models.soter.registration:anchored_checkpoint_dir",
+    note="soter-anchored: SOTER with options beyond the paper (window scaling, value path, last-value "
+         "anchor; docs/soter-training.md), decoded per query",
 ))
 
 register(ModelSpec(

@@ -11,6 +11,7 @@ from typing import Any
 
 from protocols.data import Dataset, DatasetError
 from protocols.registry import Registry
+from protocols.words import closest, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ def resolve_data_root(root: str | Path | None) -> Path | None:
 
 
 BLOCKS_SUFFIX = ":blocks="
+CHANNELS_SUFFIX = ":channels="
 
 
 def load_dataset(name: str, data_root: str | Path | None = None, **options: Any) -> Dataset:
@@ -71,6 +73,8 @@ def load_dataset(name: str, data_root: str | Path | None = None, **options: Any)
     Downloaded datasets live under ``data_root`` (``--data-root``), one folder per dataset.
     ``NAME:blocks=K`` cuts every recording into K contiguous blocks that act as subjects
     (``protocols.splits.split_into_blocks``): leave-one-block-out for a dataset of one subject.
+    ``NAME:channels=A+B`` passes ``channels=("A", "B")`` to a registered loader (e.g. bidmc's RESP, PLETH
+    and II from ``heartrate``); the dataset keeps that name, so records and tables say which channels.
     """
     _ensure_registered()
     base, sep, k = name.rpartition(BLOCKS_SUFFIX)
@@ -80,6 +84,9 @@ def load_dataset(name: str, data_root: str | Path | None = None, **options: Any)
         if not k.isdigit():
             raise DatasetError(f"{name!r}: the number of blocks after {BLOCKS_SUFFIX!r} must be an integer")
         return split_into_blocks(load_dataset(base, data_root, **options), int(k))
+    base, sep, names = name.rpartition(CHANNELS_SUFFIX)
+    if sep:
+        return _with_channels(name, base, tuple(n for n in names.split("+") if n), data_root, options)
     if name in _DATASETS:
         spec = _DATASETS[name]
         module, _, attr = spec.loader.partition(":")
@@ -96,7 +103,31 @@ def load_dataset(name: str, data_root: str | Path | None = None, **options: Any)
         from protocols.datasets.folder import load_folder_dataset
 
         return load_folder_dataset(Path(name), **options)
+    base, colon, option = name.rpartition(":")
+    if colon and (base in _DATASETS or is_path_like(base)):
+        key = option.partition("=")[0]
+        hint = " (did you mean 'blocks'?)" if closest(key, ["blocks"]) else ""
+        raise DatasetError(f"{name!r}: unknown dataset option {option!r}{hint}; the one option is "
+                           f"{BLOCKS_SUFFIX[1:]}K (K contiguous blocks of each recording act as subjects), "
+                           f"e.g. {base}{BLOCKS_SUFFIX}6")
     raise DatasetError(
-        f"unknown dataset {name!r}; known datasets: {', '.join(sorted(_DATASETS))} "
+        f"unknown dataset {name!r}{did_you_mean(name, _DATASETS.mapping())}; known datasets: {', '.join(sorted(_DATASETS))} "
         "(or give the path of a dataset folder, see docs/datasets.md)"
     )
+
+
+def _with_channels(name: str, base: str, channels: tuple[str, ...], data_root, options: dict[str, Any]) -> Dataset:
+    """``base`` loaded with ``channels=...``, named ``name`` (the channels are part of what was evaluated)."""
+    import dataclasses
+    import inspect
+
+    if not channels:
+        raise DatasetError(f"{name!r}: name the channels after {CHANNELS_SUFFIX!r}, joined by '+'")
+    if base not in _DATASETS:
+        raise DatasetError(f"{name!r}: {CHANNELS_SUFFIX!r} applies to registered datasets; known: "
+                           f"{', '.join(sorted(_DATASETS))} (a folder dataset lists its channels in its manifest)")
+    module, _, attr = _DATASETS[base].loader.partition(":")
+    if "channels" not in inspect.signature(getattr(importlib.import_module(module), attr)).parameters:
+        raise DatasetError(f"{name!r}: dataset {base!r} takes no channels option")
+    dataset = load_dataset(base, data_root, **{**options, "channels": channels})
+    return dataclasses.replace(dataset, name=name)

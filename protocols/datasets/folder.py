@@ -17,9 +17,12 @@ import numpy as np
 import pandas as pd
 
 from protocols.data import FLOAT32_MAX, Dataset, DatasetError, Recording, beyond_float32
+from protocols.modality import check_modality_map
+from protocols.words import did_you_mean
 
 MANIFESTS = ("dataset.toml", "dataset.json")
-TOP_FIELDS = {"name", "channels", "sampling_rate", "labels", "allow_missing", "description", "recordings"}
+TOP_FIELDS = {"name", "channels", "sampling_rate", "labels", "allow_missing", "description", "recordings",
+              "source_database", "modality"}
 RECORDING_FIELDS = {"file", "subject", "name"}
 RESERVED_COLUMNS = ("time", "label")
 NUMERIC_NA = ["", "nan", "NaN", "NA"]  # spellings of an empty numeric cell
@@ -50,6 +53,13 @@ def _read_manifest(path: Path) -> tuple[Path, dict[str, Any]]:
     return manifest, data
 
 
+def _declared(data: dict[str, Any]) -> dict[str, Any]:
+    """The source databases the manifest declares (the pre-training overlap registry matches them)."""
+    source = data.get("source_database", [])
+    source = [source] if isinstance(source, str) else source
+    return {"source_database": tuple(source)} if source else {}
+
+
 def _check_manifest(manifest: Path, data: dict[str, Any]) -> None:
     unknown = sorted(set(data) - TOP_FIELDS)
     if unknown:
@@ -75,10 +85,17 @@ def _check_manifest(manifest: Path, data: dict[str, Any]) -> None:
                                or not all(isinstance(x, str) and x for x in labels)
                                or len(set(labels)) != len(labels)):
         raise DatasetError(f"{manifest}: 'labels' must be a list of distinct non-empty label names, got {labels!r}")
+    source = data.get("source_database", [])
+    if not (isinstance(source, str) and source) and not (
+            isinstance(source, list) and all(isinstance(s, str) and s for s in source)):
+        raise DatasetError(f"{manifest}: 'source_database' must be a database id such as \"physionet:mitdb\" "
+                           f"or a list of them, got {source!r}")
     if not isinstance(data.get("allow_missing", False), bool):
         raise DatasetError(f"{manifest}: 'allow_missing' must be true or false")
     if not isinstance(data.get("description", ""), str):
         raise DatasetError(f"{manifest}: 'description' must be a string")
+    if "modality" in data:  # what a channel is, where its name does not say (breakdowns, physiology)
+        check_modality_map(data["modality"], tuple(channels), str(manifest))
     recs = data["recordings"]
     if not isinstance(recs, list) or not recs:
         raise DatasetError(f"{manifest}: 'recordings' must list at least one recording ([[recordings]] entries)")
@@ -133,6 +150,18 @@ def _read_table(file: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     if suffix == ".csv" and frame[[c for c in columns if c in frame.columns]].isna().to_numpy().any():
         _check_row_lengths(file)  # pandas pads a short (e.g. truncated) row with empty cells: name it instead
     return frame
+
+
+def _delimiter_hint(frame: pd.DataFrame) -> str:
+    """A file read as one column whose header holds ``;`` or a tab was written with another delimiter
+    (a spreadsheet in a comma-decimal locale writes ``;``)."""
+    if len(frame.columns) != 1:
+        return ""
+    header = str(frame.columns[0])
+    for sep, word in ((";", "semicolon"), ("\t", "tab")):
+        if sep in header:
+            return f"; wrong delimiter? the header looks {word}-separated, and the files must be comma-separated"
+    return ""
 
 
 def _check_row_lengths(file: Path) -> None:
@@ -192,7 +221,8 @@ def _read_recording(file: Path, entry: dict[str, str], channels: tuple[str, ...]
     frame = _read_table(file, ("time", *channels))
     for column in ("time", *channels):
         if column not in frame.columns:
-            raise DatasetError(f"{file}: missing column {column!r} (columns: {list(map(str, frame.columns))})")
+            raise DatasetError(f"{file}: missing column {column!r}{did_you_mean(column, map(str, frame.columns))} "
+                               f"(columns: {list(map(str, frame.columns))}){_delimiter_hint(frame)}")
     if frame.empty:
         raise DatasetError(f"{file}: no rows")
     times = _numeric(frame, "time", file)
@@ -241,7 +271,9 @@ def load_folder_dataset(path: Path, **options: Any) -> Dataset:
         return Dataset(name=data["name"], channels=channels, recordings=recordings,
                        sampling_rate=rate, label_names=labels,
                        description=data.get("description", f"user dataset from {path}"),
-                       metadata={"path": str(path)})
+                       metadata={"path": str(path), **_declared(data),
+                                 **({"modality": check_modality_map(data["modality"], channels, str(manifest))}
+                                    if "modality" in data else {})})
     except DatasetError as exc:
         raise DatasetError(f"{manifest}: {exc}") from exc
 
@@ -282,6 +314,8 @@ def write_folder_dataset(dataset: Dataset, path: Path, format: str = "csv") -> P
     manifest["allow_missing"] = bool(any(np.isnan(r.values).any() for r in dataset.recordings))
     if dataset.description:
         manifest["description"] = dataset.description
+    if dataset.metadata.get("modality"):
+        manifest["modality"] = dict(dataset.metadata["modality"])
     manifest["recordings"] = entries
     (path / "dataset.toml").unlink(missing_ok=True)
     (path / "dataset.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -211,6 +211,11 @@ def test_shipped_summary_names_where_the_training_config_changed(corpus, tmp_pat
     assert summary["steps"] == 4 and summary["train_config"]["targets_per_window"] == 3
     assert summary["config_changes"] == [{"from_step": 2, "changed": {
         "steps": [2, 4], "max_target_offset": [1, 8], "targets_per_window": [1, 3]}}]
+    # issue #35: the shipped folder lists the exact corpus it trained on (the overlap registry reads it)
+    manifest = json.loads((tmp_path / "shipped" / "CORPUS.json").read_text())
+    assert manifest["corpus"] == str(corpus) and "val_corpus" not in manifest
+    assert [d["name"] for d in manifest["datasets"]] == ["synthetic-stream-1000"]
+    assert manifest["datasets"][0]["recordings"][:2] == ["S01_rest", "S01_mental_stress"]
 
 
 def test_a_new_run_can_start_from_a_checkpoints_weights(corpus, tmp_path):
@@ -310,3 +315,11 @@ def test_level_diagnostics_on_held_out_windows(corpus, capsys, tmp_path):
     assert main(["--checkpoint", str(tmp_path / "ckpt"), "--corpus", str(corpus), "--context", "40",
                  "--batches", "2"]) == 0
     assert "|readout(h_T) - x_T|" in capsys.readouterr().out
+
+
+def test_quick_eval_panel_names_a_folder_by_its_name_not_the_training_machines_path():
+    """The anchored checkpoint's curves showed '/work/train/heldout/...' and overflowed the panel."""
+    from models.soter.training.ship import dataset_label
+
+    assert dataset_label("/work/train/heldout/mimic-3234460_0016:blocks=6") == "mimic-3234460_0016:blocks=6"
+    assert dataset_label("mitbih:blocks=6") == "mitbih:blocks=6"

@@ -5,7 +5,8 @@
 
 Writes ``models/soter/checkpoints/<name>/`` (or ``--dest``): ``config.json`` and safetensors
 weights (shards of at most 15 MiB), ``SHA256SUMS`` (verified on every load), ``TRAINING.json``
-(steps, tokens seen, wall time, final losses, the training config), the run's
+(steps, tokens seen, wall time, final losses, the training config), ``CORPUS.json`` (every corpus
+dataset it trained on, with its recordings and source: ``models.soter.corpus_manifest``), the run's
 ``train_log.csv`` / ``val_log.csv``, ``quick_eval.csv`` (the paper's quick evaluation on every saved
 checkpoint of the run: 32 windows of 128/64 of the first fold's test subject, seed 123) and
 ``training_curves.png``.  The optimizer state is not shipped.  ``MODEL_CARD.md`` is written by hand
@@ -60,6 +61,12 @@ def quick_eval_curve(run: Path, dataset: str, every: int = 1, samples: int = 32,
     return out
 
 
+def dataset_label(dataset: str) -> str:
+    """A quick-evaluation dataset as a figure title shows it: a folder by its own name (with its options),
+    not the absolute path of the machine it was trained on, which overflowed the panel."""
+    return Path(dataset).name if "/" in dataset else dataset
+
+
 def plot_curves(run: Path, dest: Path, changes: list[int] = ()) -> Path:
     """Training loss (and its running mean), held-out loss, quick-evaluation RMSE/MAE against the step.
     ``changes``: steps from which the training options changed, drawn as dashed lines (the logged
@@ -90,7 +97,7 @@ def plot_curves(run: Path, dest: Path, changes: list[int] = ()) -> Path:
             q = read_log(run / name)
             for metric in ("rmse", "mae"):
                 ax.plot(q["step"], 100 * q[metric], marker="o", ms=3, label=metric.upper())
-            title = f"{title}\n{q['dataset'].iloc[0]}, 128/64, {q['rollout'].iloc[0]}"
+            title = f"{title}\n{dataset_label(q['dataset'].iloc[0])}, 128/64, {q['rollout'].iloc[0]}"
         for i, step in enumerate(changes):
             ax.axvline(step, color="grey", ls="--", lw=0.8, label="training options changed" if i == 0 else None)
         ax.set_xlabel("optimisation step")
@@ -191,7 +198,12 @@ def ship(run: Path, name: str, checkpoint: str | None = None, dest: Path | None 
             read_log(run / log).to_csv(dest / log, index=False)
     import json
 
-    (dest / "TRAINING.json").write_text(json.dumps(training_summary(run, checkpoint), indent=2) + "\n")
+    summary = training_summary(run, checkpoint)
+    (dest / "TRAINING.json").write_text(json.dumps(summary, indent=2) + "\n")
+    from models.soter.corpus_manifest import write_manifest
+
+    config = summary["train_config"]  # the exact sources, for the pre-training overlap registry (models.pretraining)
+    write_manifest(dest, Path(config["corpus"]), Path(config["val_corpus"]) if config.get("val_corpus") else None)
     write_checksums(dest)
     return dest
 

@@ -1,0 +1,62 @@
+"""The units (cells without a model) of an export, planned by the runner's own :func:`harness.run.runner.plan`,
+so that their cells, specs and record fields (the protocol column included) are those of a run.
+
+``plan`` plans cells for registered models; the units are planned with :data:`PLANNER` (a baseline that
+loads nothing), whose name and identity are then replaced by the scored model's: nothing of the planner
+reaches an export or a record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from harness.run.cells import Cell
+from harness.run.runner import RunConfig, plan
+from protocols.specs import Setting
+
+PLANNER = "last-value"
+# the RunConfig fields that decide an export's units (everything else is how a run is executed)
+CONFIG_FIELDS = ("task", "datasets", "settings", "seeds", "max_windows_per_subject", "segment_length",
+                 "noise_levels", "missing_rates")
+
+
+def config_fields(config: RunConfig, datasets: list[str]) -> dict[str, Any]:
+    """The manifest's record of ``config``: JSON values that :func:`run_config` turns back into it.
+    ``datasets``: the references the units were planned with (folder paths resolved, defaults named)."""
+    return {"task": config.task,
+            "datasets": list(datasets),
+            "settings": None if config.settings is None else [s.name for s in config.settings],
+            "seeds": list(config.run_seeds),
+            "max_windows_per_subject": config.max_windows_per_subject,
+            "segment_length": config.segment_length,
+            "noise_levels": list(config.noise_levels),
+            "missing_rates": list(config.missing_rates)}
+
+
+def run_config(fields: dict[str, Any], data_root: Path | None = None) -> RunConfig:
+    """The RunConfig of a manifest's ``config`` (``data_root``: where this machine keeps the datasets)."""
+    unknown = sorted(set(fields) - set(CONFIG_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown configuration fields {unknown} in the manifest")
+    settings = fields.get("settings")
+    return RunConfig(task=fields["task"], datasets=tuple(fields["datasets"]), models=(PLANNER,),
+                     settings=None if settings is None else tuple(Setting.parse(s) for s in settings),
+                     seeds=tuple(int(s) for s in fields["seeds"]),
+                     max_windows_per_subject=fields.get("max_windows_per_subject"),
+                     segment_length=fields.get("segment_length"),
+                     noise_levels=tuple(float(v) for v in fields["noise_levels"]),
+                     missing_rates=tuple(float(v) for v in fields["missing_rates"]),
+                     device="cpu", progress=False, data_root=data_root)
+
+
+def plan_units(config: RunConfig) -> list[tuple[Cell, dict[str, object]]]:
+    """Every unit of ``config`` as (cell, record fields without model and key), in the run's order."""
+    planning = dataclasses.replace(config, models=(PLANNER,), device="cpu", progress=False)
+    cells, _ = plan(planning)
+    out = []
+    for cell, fields in cells:
+        cell = dataclasses.replace(cell, model="", model_options=(), model_id="", cache_dir=None)
+        out.append((cell, {k: v for k, v in fields.items() if k not in ("model", "key")}))
+    return out

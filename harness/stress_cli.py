@@ -1,0 +1,58 @@
+"""The commands of the stress tests (issue #31) beside ``run``: breakdowns (``table --by``) and the artefact
+figure (``artefacts``).  Kept here so that ``harness.cli`` only hooks them in.  The options of ``run`` that
+the stress tests add (masks, artefacts, physiological fidelity) are their tasks' options
+(``harness.registry.options``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+BREAKDOWNS = ("modality", "subject")
+
+
+def add_table_arguments(table: argparse.ArgumentParser) -> None:
+    table.add_argument("--by", choices=BREAKDOWNS, default=None,
+                       help="break the task's tables down by signal modality or by subject (text, Markdown, LaTeX "
+                            "and a figure; docs/protocols.md, Breakdowns)")
+
+
+def add_parsers(sub) -> None:
+    art = sub.add_parser("artefacts", help="draw one window of a dataset under every artefact at every severity "
+                                           "(the figure of docs/protocols.md)")
+    art.add_argument("--dataset", default=None, metavar="NAME|PATH", help="default: the embedded cohort")
+    art.add_argument("--data-root", type=Path, default=None, help="folder holding downloaded datasets")
+    art.add_argument("--channel", default=None, help="the channel drawn (default: the first)")
+    art.add_argument("--setting", default="96/48", metavar="C/H", help="the window's context/horizon (default: %(default)s)")
+    art.add_argument("--seed", type=int, default=0)
+    art.add_argument("--mains-hz", type=float, default=50.0, choices=(50.0, 60.0))
+    art.add_argument("--out", type=Path, default=Path("results/runs/default/figures"))
+
+
+def run_artefacts(args: argparse.Namespace) -> int:
+    from harness.reporting.artefact_figure import artefact_figure
+    from harness.run.runner import default_datasets
+    from protocols.datasets import load_dataset
+    from protocols.specs import Setting
+
+    dataset = load_dataset(args.dataset or default_datasets()[0], data_root=args.data_root)
+    for path in artefact_figure(dataset, Setting.parse(args.setting), args.out, channel=args.channel, seed=args.seed,
+                                mains_hz=args.mains_hz):
+        print(path)
+    return 0
+
+
+def publish_breakdown(frame, task: str, out: Path, by: str, style: str) -> None:
+    """Print the breakdown tables of ``task`` and write them (txt, md, tex) with their figure under ``out``."""
+    from harness.reporting.breakdown import breakdown_figures, breakdown_tables
+
+    folder = out / "tables"
+    folder.mkdir(parents=True, exist_ok=True)
+    for stem, table in breakdown_tables(frame, task, out, by):
+        print(table.render(style))
+        for fmt, ext in (("text", "txt"), ("markdown", "md"), ("latex", "tex")):
+            (folder / f"{stem}.{ext}").write_text(table.render(fmt))
+    for path in breakdown_figures(frame, task, out, by):
+        if path.suffix == ".png":
+            print(f"figure: {path}")
