@@ -29,6 +29,7 @@ from harness.external.units import plan_units, run_config
 from harness.run.runner import RECORDS_FILE, _now, code_version
 from harness.records.store import RecordStore, row_key
 from harness.records.window_store import write_window_errors
+from harness.records.cell_files import CELL_FILES, write_cell_files
 from protocols.interface import QUANTILE_LEVELS
 
 SOURCE = SCORED  # model_info's mark of a row scored from a file (and its identity's)
@@ -87,6 +88,7 @@ def score_predictions(windows: Path, predictions: Path, model: str, out: Path,
     counts: dict[str, int] = {}
     for key, row in results:
         write_window_errors(Path(out), key, row.pop(WINDOW_ERRORS, None))  # before its row, as a run does
+        write_cell_files(Path(out), key, row.pop(CELL_FILES, None))  # a task's other arrays (harness.records.cell_files)
         store.write(row)
         counts[str(row["status"])] = counts.get(str(row["status"]), 0) + 1
     return ScoreSummary(store.path, len(results), counts, digest)

@@ -14,25 +14,41 @@ from typing import Any
 
 from harness.run.cells import Cell
 from harness.run.runner import RunConfig, plan
-from protocols.specs import Setting
+from harness.registry.tasks import get_task
+from protocols.specs import MISSING_RATES, NOISE_LEVELS, Setting
 
 PLANNER = "last-value"
-# the RunConfig fields that decide an export's units (everything else is how a run is executed)
+# the manifest's fields of the RunConfig that decide an export's units (everything else is how a run is executed)
 CONFIG_FIELDS = ("task", "datasets", "settings", "seeds", "max_windows_per_subject", "segment_length",
                  "noise_levels", "missing_rates")
 
 
+# the manifest's names of the task options it records (harness.registry.options) -> the options' names
+OPTION_FIELDS = {"settings": "settings", "max_windows_per_subject": "max_windows_per_subject",
+                 "segment_length": "segment_length", "noise_levels": "levels", "missing_rates": "rates"}
+
+
 def config_fields(config: RunConfig, datasets: list[str]) -> dict[str, Any]:
     """The manifest's record of ``config``: JSON values that :func:`run_config` turns back into it.
-    ``datasets``: the references the units were planned with (folder paths resolved, defaults named)."""
+    ``datasets``: the references the units were planned with (folder paths resolved, defaults named).
+    The noise levels and missing rates are recorded whatever the task (the paper's when not given)."""
+    given = dict(config.options)
+    settings = given.get("settings")
     return {"task": config.task,
             "datasets": list(datasets),
-            "settings": None if config.settings is None else [s.name for s in config.settings],
+            "settings": None if settings is None else [s.name for s in settings],
             "seeds": list(config.run_seeds),
-            "max_windows_per_subject": config.max_windows_per_subject,
-            "segment_length": config.segment_length,
-            "noise_levels": list(config.noise_levels),
-            "missing_rates": list(config.missing_rates)}
+            "max_windows_per_subject": given.get("max_windows_per_subject"),
+            "segment_length": given.get("segment_length"),
+            "noise_levels": list(given.get("levels") or NOISE_LEVELS),
+            "missing_rates": list(given.get("rates") or MISSING_RATES)}
+
+
+def task_options(task: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The options of ``task`` among ``values`` (by option name), those given (not None): the levels and rates a
+    manifest records for every task are passed to the tasks that read them only."""
+    names = {o.name for o in get_task(task).options}
+    return {name: value for name, value in values.items() if value is not None and name in names}
 
 
 def run_config(fields: dict[str, Any], data_root: Path | None = None) -> RunConfig:
@@ -41,13 +57,13 @@ def run_config(fields: dict[str, Any], data_root: Path | None = None) -> RunConf
     if unknown:
         raise ValueError(f"unknown configuration fields {unknown} in the manifest")
     settings = fields.get("settings")
+    values = {"settings": None if settings is None else tuple(Setting.parse(s) for s in settings),
+              "max_windows_per_subject": fields.get("max_windows_per_subject"),
+              "segment_length": fields.get("segment_length"),
+              "levels": tuple(float(v) for v in fields["noise_levels"]),
+              "rates": tuple(float(v) for v in fields["missing_rates"])}
     return RunConfig(task=fields["task"], datasets=tuple(fields["datasets"]), models=(PLANNER,),
-                     settings=None if settings is None else tuple(Setting.parse(s) for s in settings),
-                     seeds=tuple(int(s) for s in fields["seeds"]),
-                     max_windows_per_subject=fields.get("max_windows_per_subject"),
-                     segment_length=fields.get("segment_length"),
-                     noise_levels=tuple(float(v) for v in fields["noise_levels"]),
-                     missing_rates=tuple(float(v) for v in fields["missing_rates"]),
+                     options=task_options(fields["task"], values), seeds=tuple(int(s) for s in fields["seeds"]),
                      device="cpu", progress=False, data_root=data_root)
 
 
