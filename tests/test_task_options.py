@@ -59,7 +59,7 @@ def test_run_help_offers_each_flag_once_naming_the_tasks_that_read_it(capsys):
     assert "--settings C/H [C/H ...] forecasting, noise: context/horizon settings" in text
     assert "--windows" not in text  # the flag's name before issue #17, removed in #28: one name per flag
     assert "imputation, classification: segment length in samples" in text
-    assert [o.flag for o, tasks in all_options().items() if len(tasks) == 4] == ["--max-windows-per-subject"]
+    assert [o.flag for o, tasks in all_options().items() if len(tasks) == 5] == ["--max-windows-per-subject"]
 
 
 class _Toy(Task):

@@ -12,7 +12,7 @@ import pytest
 
 from harness.cli import main
 from harness.run.runner import RunConfig, execute, plan
-from harness.records.store import read_records
+from harness.records.store import random_weight_rows, read_records
 from protocols.datasets.folder import write_folder_dataset
 from protocols.specs import Setting
 from tests.conftest import make_dataset
@@ -168,6 +168,8 @@ def test_an_old_study_file_with_a_window_column_reads(tmp_path):
 @pytest.mark.parametrize("path", sorted(Path(__file__).parents[1].glob("results/**/records.csv")))
 def test_committed_records_still_read(path):
     frame = read_records(path)
+    if frame.empty:  # rows made with random weights only (results/published-sizes, issue #29): tables leave them out
+        frame = random_weight_rows(path)
     assert len(frame) and frame["setting"].ne("").all()
 
 

@@ -50,9 +50,9 @@ class Option:
         """The value of the word(s) given on the command line; a bad word is a SpecError naming the flag."""
         try:
             return tuple(self.parse(w) for w in words) if self.many else self.parse(words)
-        except SpecError:
-            raise  # already in the user's words, naming the flag
         except (ValueError, TypeError) as exc:
+            if isinstance(exc, SpecError) and str(exc).startswith(f"{self.flag} "):
+                raise  # already in the user's words, naming the flag (--rates 150: ...)
             raise SpecError(f"{self.flag}: {exc}") from None
 
 
