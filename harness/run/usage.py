@@ -1,6 +1,7 @@
 """Usage checks of a run's arguments before any work, in the user's words: every misspelt model at
 once with "did you mean", a model that cannot do the task (exit 2, not forty `unavailable` rows whose
-note blames the setting), and percentages checked as the user typed them."""
+note blames the setting). The percentages of --rates and --budgets are checked as typed by their options
+(``harness.registry.options.percentages``)."""
 
 from __future__ import annotations
 
@@ -40,14 +41,3 @@ def check_models(task: str, names: Iterable[str], model_free: Iterable[str] = ()
         offered = f"models for {task}" if declared else "known models"
         raise SpecError(f"--models: {'; '.join(problems)}; {offered}: {', '.join(choices)} "
                         "(`python -m harness list models` describes them)")
-
-
-def percentages(flag: str, what: str, values: Iterable[float], zero_allowed: bool = False) -> tuple[float, ...]:
-    """``--rates``/``--budgets`` are percentages: check them as typed, return them as fractions."""
-    values = tuple(values)
-    low = "0 <=" if zero_allowed else "0 <"
-    for v in values:
-        if not ((0 <= v if zero_allowed else 0 < v) and v <= 100):
-            raise SpecError(f"{flag} {v:g}: {what} are percentages, {low} PCT <= 100 (e.g. {flag} "
-                            f"{'25 50 75' if flag == '--rates' else '1 5 10 25 50 100'})")
-    return tuple(v / 100 for v in values)
