@@ -98,3 +98,20 @@ def test_a_task_option_taking_a_flag_of_run_is_one_line(cleanup, capsys):
     assert main(["list", "tasks"]) == 2
     assert capsys.readouterr().err.startswith("error: task 'toy-takes-out' declares the option --out, which `run` "
                                               "has already")
+
+
+def test_the_stress_options_are_their_tasks_options(tmp_path, capsys):
+    """The options of the stress tests (issue #31) are declared by the tasks that read them: a task that does not
+    read one refuses it, and a bad value is one line naming the flag."""
+    from harness.registry.tasks import get_task, task_options
+    from protocols.specs import ArtefactSpec, MaskSpec
+
+    assert main(["run", "forecasting", "--mask", "contiguous", "--out", str(tmp_path), "--no-progress"]) == 2
+    assert "forecasting takes no option --mask" in capsys.readouterr().err
+    assert main(["run", "noise", "--artefact", "hum", "--out", str(tmp_path), "--no-progress"]) == 2
+    assert "error: --artefact: 'hum' is not one of gaussian" in capsys.readouterr().err
+    imputation = get_task("imputation").spec(task_options("imputation", {"mask": "contiguous", "burst_seconds": 0.5}), 0)
+    assert imputation.mask == MaskSpec("contiguous", burst_seconds=0.5)
+    noise = get_task("noise").spec(task_options("noise", {"artefact": "clip"}), 0)
+    assert noise.artefact == ArtefactSpec("clip") and noise.levels == ArtefactSpec("clip").default_levels
+    assert get_task("imputation").spec(task_options("imputation", {}), 0).mask.is_paper  # the paper's by default

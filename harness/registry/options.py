@@ -109,17 +109,19 @@ LABEL_BUDGETS_OPTION = Option("--budgets", "label budgets in percent (default: "
 
 # the stress tests (issue #31; docs/protocols.md): departures from the paper's protocols, whose defaults are the paper's
 MASK = Option("--mask", f"where points go missing: points (the paper's: each point alone) or contiguous gaps "
-              f"(one of {', '.join(MASK_KINDS)}; default: {MaskSpec.kind})", choice(MASK_KINDS))
+              f"(one of {', '.join(MASK_KINDS)}; default: {MaskSpec.kind})", choice(MASK_KINDS), metavar="|".join(MASK_KINDS))
 MASK_CHANNELS_OPTION = Option("--mask-channels", "independent: each channel its own gaps (asynchronous sensors); "
-                              f"shared: all channels together (default: {MaskSpec.channels})", choice(MASK_CHANNELS))
+                              f"shared: all channels together (default: {MaskSpec.channels})", choice(MASK_CHANNELS),
+                              metavar="|".join(MASK_CHANNELS))
 BURST_SECONDS = Option("--burst-seconds", f"contiguous mask: mean gap length in seconds (default: {MaskSpec.burst_seconds:g})",
                        float, metavar="S")
 BURST_DISTRIBUTION = Option("--burst-distribution", f"contiguous mask: gap length law (one of "
-                            f"{', '.join(BURST_DISTRIBUTIONS)}; default: {MaskSpec.distribution})", choice(BURST_DISTRIBUTIONS))
+                            f"{', '.join(BURST_DISTRIBUTIONS)}; default: {MaskSpec.distribution})", choice(BURST_DISTRIBUTIONS),
+                            metavar="|".join(BURST_DISTRIBUTIONS))
 MASK_OPTIONS = (MASK, MASK_CHANNELS_OPTION, BURST_SECONDS, BURST_DISTRIBUTION)
 ARTEFACT = Option("--artefact", f"what corrupts the context: gaussian (the paper's) or a wearable artefact (one of "
                   f"{', '.join(ARTEFACT_KINDS)}; default: {ArtefactSpec.kind}); --levels is then its severity scale",
-                  choice(ARTEFACT_KINDS))
+                  choice(ARTEFACT_KINDS), metavar="KIND")
 MAINS_HZ = Option("--mains-hz", f"--artefact mains: interference frequency (one of {_words(MAINS_FREQUENCIES)}; "
                   f"default: {ArtefactSpec.mains_hz:g})", choice(MAINS_FREQUENCIES), metavar="HZ")
 PHYSIO_CONTEXT = Option("--physio-context", f"forecast context in seconds (default: {PhysiologySpec.context_seconds:g})",
