@@ -288,7 +288,7 @@ def test_a_full_disk_while_writing_per_window_errors_stops_cleanly_and_resumes(f
     full = _cli(*args, limit=1200)  # the records' header fits; a cell's per-window file does not
     assert full.returncode != 0 and "Traceback" not in full.stderr
     errors = [line for line in full.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "per-window errors" in errors[0] and "File too large" in errors[0]
+    assert len(errors) == 1 and "could not write a cell's arrays" in errors[0] and "File too large" in errors[0]
     RecordStore(out / "records.csv", readonly=True)  # intact
     assert not list((out / "window_errors").glob("*.tmp"))
     assert _cli(*args).returncode == 0

@@ -28,6 +28,7 @@ from harness.external.replay import Replay
 from harness.external.units import plan_units, run_config
 from harness.runner import RECORDS_FILE, _now, code_version
 from harness.store import RecordStore, row_key
+from harness.cell_files import CELL_FILES, write_cell_files
 from harness.window_store import write_window_errors
 from protocols.interface import QUANTILE_LEVELS
 
@@ -87,6 +88,7 @@ def score_predictions(windows: Path, predictions: Path, model: str, out: Path,
     counts: dict[str, int] = {}
     for key, row in results:
         write_window_errors(Path(out), key, row.pop(WINDOW_ERRORS, None))  # before its row, as a run does
+        write_cell_files(Path(out), key, row.pop(CELL_FILES, None))  # the task's other arrays (masks, ...)
         store.write(row)
         counts[str(row["status"])] = counts.get(str(row["status"]), 0) + 1
     return ScoreSummary(store.path, len(results), counts, digest)

@@ -31,8 +31,13 @@ def config_fields(config: RunConfig, datasets: list[str]) -> dict[str, Any]:
             "seeds": list(config.run_seeds),
             "max_windows_per_subject": config.max_windows_per_subject,
             "segment_length": config.segment_length,
-            "noise_levels": list(config.noise_levels),
-            "missing_rates": list(config.missing_rates)}
+            # None: the task's own defaults (the paper's levels and rates), as a run without the flags
+            "noise_levels": None if config.noise_levels is None else list(config.noise_levels),
+            "missing_rates": None if config.missing_rates is None else list(config.missing_rates)}
+
+
+def _floats(values: list[float] | None) -> tuple[float, ...] | None:
+    return None if values is None else tuple(float(v) for v in values)
 
 
 def run_config(fields: dict[str, Any], data_root: Path | None = None) -> RunConfig:
@@ -46,8 +51,8 @@ def run_config(fields: dict[str, Any], data_root: Path | None = None) -> RunConf
                      seeds=tuple(int(s) for s in fields["seeds"]),
                      max_windows_per_subject=fields.get("max_windows_per_subject"),
                      segment_length=fields.get("segment_length"),
-                     noise_levels=tuple(float(v) for v in fields["noise_levels"]),
-                     missing_rates=tuple(float(v) for v in fields["missing_rates"]),
+                     noise_levels=_floats(fields.get("noise_levels")),
+                     missing_rates=_floats(fields.get("missing_rates")),
                      device="cpu", progress=False, data_root=data_root)
 
 
