@@ -150,7 +150,12 @@ def test_an_old_study_file_with_a_window_column_reads(tmp_path):
 
 @pytest.mark.parametrize("path", sorted(Path(__file__).parents[1].glob("results/**/records.csv")))
 def test_committed_records_still_read(path):
+    from harness.store import random_weight_rows
+
+    # a folder of random-weight runs (#29: speed and shape only) has no row for a table, by design
     frame = read_records(path)
+    if not len(frame):
+        frame = random_weight_rows(path)
     assert len(frame) and frame["setting"].ne("").all()
 
 
