@@ -30,13 +30,6 @@ TASKS = {  # small configurations of each exportable task
 }
 
 
-@pytest.fixture()
-def folder(tmp_path) -> Path:
-    path = tmp_path / "toy"
-    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), path)
-    return path
-
-
 def _config(task: str, folder: Path, out: Path, **kw) -> RunConfig:
     return RunConfig(task=task, datasets=(str(folder),), models=("last-value",), out=out, progress=False,
                      device="cpu", **{**TASKS[task], **kw})
