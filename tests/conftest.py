@@ -13,3 +13,13 @@ from baselines.testing import toy_dataset as make_dataset  # noqa: E402,F401 (th
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SOTER_BENCH_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    """A three-subject toy dataset written as a user dataset folder (the runner and CLI tests' input)."""
+    from protocols.datasets.folder import write_folder_dataset
+
+    path = tmp_path / "toy"
+    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), path)
+    return path

@@ -12,18 +12,9 @@ import torch
 from harness.cli import main
 from harness.run.runner import RunConfig, plan, resolve_device
 from harness.records.store import read_records
-from protocols.datasets.folder import write_folder_dataset
 from protocols.specs import SpecError, Setting
-from tests.conftest import make_dataset
 
 CUDA = torch.cuda.is_available()
-
-
-@pytest.fixture()
-def folder(tmp_path):
-    path = tmp_path / "toy"
-    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), path)
-    return path
 
 
 @pytest.mark.parametrize("text", ["gpu", "cuda:x", "CUDA", ""])

@@ -9,15 +9,6 @@ import pytest
 
 from harness.cli import EXIT_NOTHING_SCORED, main
 from harness.records.store import read_records
-from protocols.datasets.folder import write_folder_dataset
-from tests.conftest import make_dataset
-
-
-@pytest.fixture
-def folder(tmp_path) -> Path:
-    path = tmp_path / "toy"
-    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), path)
-    return path
 
 
 def _run(folder: Path, out: Path, *extra: str) -> int:

@@ -31,13 +31,6 @@ TASKS = {  # small configurations of each exportable task
 }
 
 
-@pytest.fixture()
-def folder(tmp_path) -> Path:
-    path = tmp_path / "toy"
-    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), path)
-    return path
-
-
 def _config(task: str, folder: Path, out: Path, **kw) -> RunConfig:
     """``kw``: the task's options by name (``settings``, ``rates`` ...) and ``seeds``."""
     options = {**TASKS[task], **kw}

@@ -32,13 +32,6 @@ def _row(fold="S01", status="ok", rmse=0.5, model="m"):
     return {**fields, "key": row_key(**fields), "status": status, "rmse": rmse, "mae": 0.25}
 
 
-@pytest.fixture()
-def folder(tmp_path) -> Path:
-    path = tmp_path / "toy"
-    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), path)
-    return path
-
-
 # -- item 2: concurrent runs into one store ---------------------------------------------------
 def test_two_processes_creating_200_stores_leave_valid_files(tmp_path):
     script = textwrap.dedent(f"""

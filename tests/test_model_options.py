@@ -14,17 +14,8 @@ from harness.cli import main
 from harness.run.runner import RunConfig, execute, parse_model_option, plan
 from harness.records.store import RecordStore, read_records
 from models.registry import UnknownOptionError, get_spec
-from protocols.datasets.folder import write_folder_dataset
 from protocols.interface import SeriesBatch, forecast
 from protocols.specs import SpecError, Setting
-from tests.conftest import make_dataset
-
-
-@pytest.fixture()
-def folder(tmp_path) -> Path:
-    path = tmp_path / "toy"
-    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), path)
-    return path
 
 
 def _config(folder: Path, out: Path, models: tuple[str, ...], options=(), windows: int = 2, **kw) -> RunConfig:

@@ -24,13 +24,6 @@ REPO = Path(__file__).resolve().parents[1]
 METRIC_COLS = ["key", "status", "rmse", "mae", "sse", "sae", "n_points", "n_windows"]
 
 
-@pytest.fixture()
-def folder(tmp_path) -> Path:
-    path = tmp_path / "toy"
-    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), path)
-    return path
-
-
 def _config(folder, out, models=("last-value", "window-mean"), **kw) -> RunConfig:
     options = {"settings": (Setting(48, 24), Setting(72, 36)), "max_windows_per_subject": 4}
     return RunConfig(datasets=(str(folder),), models=tuple(models), out=out, options=options, progress=False, **kw)

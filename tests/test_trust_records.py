@@ -23,19 +23,10 @@ from harness.cli import main
 from harness.run.runner import RunConfig, execute
 from harness.records.store import COLUMNS, RecordStore, RecordStoreError, read_records, row_key
 from models.soter.registration import SHIPPED
-from protocols.datasets.folder import write_folder_dataset
 from protocols.specs import Setting
-from tests.conftest import make_dataset
 
 REPO = Path(__file__).resolve().parents[1]
 METRICS = ["key", "status", "rmse", "mae", "sse", "sae", "n_points", "n_windows"]
-
-
-@pytest.fixture()
-def folder(tmp_path) -> Path:
-    path = tmp_path / "toy"
-    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), path)
-    return path
 
 
 def _run(folder: Path, out: Path, models=("last-value",), **kw) -> object:

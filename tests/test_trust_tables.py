@@ -20,17 +20,8 @@ from harness.tasks.forecasting import TASK as FORECASTING
 from models.soter.config import preset
 from models.soter.io import save_pretrained
 from models.soter.model import SoterModel
-from protocols.datasets.folder import write_folder_dataset
-from tests.conftest import make_dataset
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture()
-def folder(tmp_path) -> Path:
-    path = tmp_path / "toy"
-    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), path)
-    return path
 
 
 def _write(store: RecordStore, model: str, fold: str, setting: str, err: float, task: str = "forecasting",

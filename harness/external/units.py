@@ -15,7 +15,7 @@ from typing import Any
 from harness.run.cells import Cell
 from harness.run.runner import RunConfig, plan
 from harness.registry.tasks import get_task
-from protocols.specs import MISSING_RATES, NOISE_LEVELS, Setting
+from protocols.specs import Setting
 
 PLANNER = "last-value"
 # the manifest's fields of the RunConfig that decide an export's units (everything else is how a run is executed)
@@ -31,7 +31,7 @@ OPTION_FIELDS = {"settings": "settings", "max_windows_per_subject": "max_windows
 def config_fields(config: RunConfig, datasets: list[str]) -> dict[str, Any]:
     """The manifest's record of ``config``: JSON values that :func:`run_config` turns back into it.
     ``datasets``: the references the units were planned with (folder paths resolved, defaults named).
-    The noise levels and missing rates are recorded whatever the task (the paper's when not given)."""
+    Noise levels and missing rates not given are recorded as None (the task's own defaults)."""
     given = dict(config.options)
     settings = given.get("settings")
     return {"task": config.task,
@@ -40,8 +40,13 @@ def config_fields(config: RunConfig, datasets: list[str]) -> dict[str, Any]:
             "seeds": list(config.run_seeds),
             "max_windows_per_subject": given.get("max_windows_per_subject"),
             "segment_length": given.get("segment_length"),
-            "noise_levels": list(given.get("levels") or NOISE_LEVELS),
-            "missing_rates": list(given.get("rates") or MISSING_RATES)}
+            # None: the task's own defaults (the paper's levels and rates), as a run without the flags
+            "noise_levels": None if given.get("levels") is None else list(given["levels"]),
+            "missing_rates": None if given.get("rates") is None else list(given["rates"])}
+
+
+def _floats(values: Any) -> tuple[float, ...] | None:
+    return None if values is None else tuple(float(v) for v in values)
 
 
 def task_options(task: str, values: dict[str, Any]) -> dict[str, Any]:
@@ -60,8 +65,8 @@ def run_config(fields: dict[str, Any], data_root: Path | None = None) -> RunConf
     values = {"settings": None if settings is None else tuple(Setting.parse(s) for s in settings),
               "max_windows_per_subject": fields.get("max_windows_per_subject"),
               "segment_length": fields.get("segment_length"),
-              "levels": tuple(float(v) for v in fields["noise_levels"]),
-              "rates": tuple(float(v) for v in fields["missing_rates"])}
+              "levels": _floats(fields.get("noise_levels")),
+              "rates": _floats(fields.get("missing_rates"))}
     return RunConfig(task=fields["task"], datasets=tuple(fields["datasets"]), models=(PLANNER,),
                      options=task_options(fields["task"], values), seeds=tuple(int(s) for s in fields["seeds"]),
                      device="cpu", progress=False, data_root=data_root)
