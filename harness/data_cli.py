@@ -114,7 +114,7 @@ def _stats(args: argparse.Namespace) -> int:
 def _paper_statistics() -> dict[str, tuple[str, str]]:
     """Our dataset name -> the paper's (channels, NPE) as printed, from the transcribed paper tables."""
     from harness.reporting import paper
-    from harness.reporting.report import DATASETS
+    from harness.reporting.paper_cells import DATASETS
 
     try:
         table = paper.load()["tab:eval-stats"]

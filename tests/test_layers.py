@@ -58,6 +58,9 @@ def test_the_declared_contracts_are_the_layering():
     assert inner["layers"][-4:] == ["tasks", "run | reporting", "records", "registry"]
     top = {p.stem for p in (REPO / "harness").glob("*.py")} - {"__init__", "__main__"}
     assert set(inner["layers"][0].split(" : ")) == top  # every command module is in the top layer
+    packages = {p.parent.name for p in (REPO / "harness").glob("*/__init__.py")}
+    below = {part.strip() for layer in inner["layers"][1:] for part in layer.replace("|", ":").split(":")}
+    assert below == packages  # every sub-package of harness (studies, external ...) has its layer
 
 
 def test_import_linter_contracts_are_kept(capsys):

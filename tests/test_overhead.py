@@ -226,7 +226,8 @@ def _overhead_csv(path: Path) -> Path:
 
 def test_the_report_puts_the_overhead_beside_the_papers_and_plots_trained_models_only(random_run, tmp_path):
     from harness.reporting.overhead import accuracy_points, read_overhead
-    from harness.reporting.report import paper_model_names, write_report
+    from harness.reporting.paper_cells import paper_model_names
+    from harness.reporting.report import write_report
     from harness.records.store import read_records
 
     random_run = random_run[0]
@@ -330,7 +331,7 @@ def test_the_accuracy_vs_cost_plot_leaves_out_rows_of_mixed_code(random_run):
     versions of the code has no accuracy to plot; it is named with why."""
     from harness.records.configurations import IDENTITY, parse_info
     from harness.reporting.overhead import accuracy_points, read_overhead
-    from harness.reporting.report import paper_model_names
+    from harness.reporting.paper_cells import paper_model_names
     from harness.records.store import read_records
 
     folder = random_run[0]

@@ -59,7 +59,7 @@ def test_the_model_spec_carries_what_the_harness_read_from_the_cards():
     from its ModelSpec; it no longer reaches into ``baselines.foundation.CARDS``."""
     from pathlib import Path
 
-    from harness.reporting.report import paper_model_names
+    from harness.reporting.paper_cells import paper_model_names
     from models.registry import all_specs
 
     specs = all_specs()

@@ -148,14 +148,14 @@ def _toy_records() -> pd.DataFrame:
 
 
 def test_a_task_without_paper_cells_adds_none_to_the_report(registered):
-    from harness.reporting.report import our_cells
+    from harness.reporting.paper_cells import our_cells
 
     assert registered.paper_cells(_toy_records(), str).empty
     assert our_cells(_toy_records()).empty
 
 
 def test_the_report_gathers_the_paper_cells_of_every_registered_task():
-    from harness.reporting.report import our_cells
+    from harness.reporting.paper_cells import our_cells
 
     register_task(MeanLevelInThePaper())  # the one line; the report needs nothing else
     try:

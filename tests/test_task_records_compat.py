@@ -153,7 +153,7 @@ def test_an_old_study_file_with_a_window_column_reads(tmp_path):
     those written before the rename have a "window" column."""
     import pandas as pd
 
-    from harness.reporting.report import read_study, study_table
+    from harness.reporting.study_tables import read_study, study_table
 
     frame = pd.read_csv(FIXTURE / "records.csv", dtype=str)
     frame = frame[frame["task"] == "forecasting"].assign(variant="full", variant_label="SOTER (full)")

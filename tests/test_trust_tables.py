@@ -224,4 +224,4 @@ def test_the_reports_reason_for_a_missing_gate_figure_is_current(tmp_path):
     _write(store, "last-value", "S1", "48/24", 1.0)
     report = write_report(tmp_path, tmp_path / "report")
     reason = dict(report.missing)["figure: gate similarity"]
-    assert "needs a trained SOTER" not in reason and "python -m harness.gates --out" in reason
+    assert "needs a trained SOTER" not in reason and "python -m harness.studies.gates --out" in reason

@@ -4,8 +4,9 @@
 
 Like the model registry, it does not import the tasks it registers: the built-in tasks are registered
 by :mod:`harness.tasks` (its registration line), which is imported by name on the first look-up, so
-that every process (a worker included) finds them; tasks of plugins (``$SOTER_BENCH_PLUGINS``, entry
-points of ``soter_bench.models``) are loaded with the models' plugins. It imports nothing else of the
+that every process (a worker included) finds them; tasks of plugins are loaded after them: modules named by
+entry points of ``soter_bench.tasks`` (:data:`ENTRY_POINTS`), and those loaded with the models' plugins
+(``$SOTER_BENCH_PLUGINS``, entry points of ``soter_bench.models``). It imports nothing else of the
 harness, so every part of it may look tasks up here.
 
 Duplicate policy (``protocols.registry``, the one kind every registry is): the same task class again
@@ -26,6 +27,7 @@ from harness.registry.options import Option, clash, options_of
 from protocols.registry import DuplicateNameError, Registry, UnknownNameError
 
 BUILTIN_TASKS = "harness.tasks"  # the module whose import registers the built-in tasks
+ENTRY_POINTS = "soter_bench.tasks"  # plugins' modules that register tasks (protocols.registry)
 
 
 class UnknownTaskError(UnknownNameError, ValueError):
@@ -39,7 +41,7 @@ def _same_class(earlier: Any, task: Any) -> bool:
     return a.__qualname__ == b.__qualname__ and (a.__module__ == b.__module__ or "__main__" in (a.__module__, b.__module__))
 
 
-TASKS: Registry[Any] = Registry("task", same=_same_class, unknown_error=UnknownTaskError)
+TASKS: Registry[Any] = Registry("task", same=_same_class, unknown_error=UnknownTaskError, entry_points=ENTRY_POINTS)
 _loading = False
 
 
@@ -51,10 +53,11 @@ def _load_builtins() -> None:
 
 
 def _load_plugins() -> None:
-    """The models' plugins (entry points of ``soter_bench.models``, ``$SOTER_BENCH_PLUGINS``): they may
-    register tasks."""
+    """The tasks' plugins (entry points of ``soter_bench.tasks``), then the models' (entry points of
+    ``soter_bench.models``, ``$SOTER_BENCH_PLUGINS``): they may register tasks."""
     from models.registry import all_specs
 
+    TASKS.load_plugins()
     all_specs()
 
 

@@ -23,8 +23,9 @@ class DatasetSpec:
     needs_root: bool = False  # a downloaded dataset: the loader takes root=DIR (--data-root)
 
 
+ENTRY_POINTS = "soter_bench.datasets"  # plugins' modules that call register() (protocols.registry)
 # name -> spec (protocols.registry: the same spec again is fine, another spec under a registered name is an error)
-_DATASETS: Registry[DatasetSpec] = Registry("dataset", sort_known=True)
+_DATASETS: Registry[DatasetSpec] = Registry("dataset", sort_known=True, entry_points=ENTRY_POINTS)
 
 
 def register(spec: DatasetSpec) -> DatasetSpec:
@@ -42,6 +43,7 @@ register(DatasetSpec(
 def _ensure_registered() -> None:
     # the paper's evaluation datasets register themselves (cheap: no data is read)
     importlib.import_module("protocols.datasets.paper")
+    _DATASETS.load_plugins()  # then the plugins' (entry points of ENTRY_POINTS), once per process
 
 
 def all_datasets() -> dict[str, DatasetSpec]:

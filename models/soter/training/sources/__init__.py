@@ -22,7 +22,8 @@ from protocols.registry import Registry
 
 # name -> "module:function", imported on use (EDF and the like pull optional packages); the one kind of
 # registry (protocols.registry): another reader under a registered name is refused, naming both registrants
-READERS: Registry[str] = Registry("corpus reader", sort_known=True)
+ENTRY_POINTS = "soter_bench.corpus_readers"  # plugins' modules that call register_reader() (protocols.registry)
+READERS: Registry[str] = Registry("corpus reader", sort_known=True, entry_points=ENTRY_POINTS)
 
 
 def register_reader(name: str, target: str) -> str:
@@ -49,7 +50,14 @@ class SourceRecording:
     source: str = ""  # where it came from, for the corpus index and the model card
 
 
+def all_readers() -> dict[str, str]:
+    """name -> "module:function": the built-in readers, then the plugins' (entry points of ENTRY_POINTS)."""
+    READERS.load_plugins()
+    return READERS.mapping()
+
+
 def read_source(kind: str, root: Path, **options: Any) -> Iterator[SourceRecording]:
+    READERS.load_plugins()
     if kind not in READERS:
         raise CorpusError(f"unknown corpus source {kind!r}; known: {', '.join(sorted(READERS))}")
     root = Path(root).expanduser()

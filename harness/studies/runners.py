@@ -20,7 +20,7 @@
   evaluates each as the ablation does (records under ``RUN/exposure-eval/``) into
   ``RUN/exposure_records.csv``.
 * ``corpus-matched`` (Table "corpus_matched"): SOTER (``OUT/full``) and the Chronos-2 architecture
-  trained from scratch (``OUT/chronos-2-scratch``, :mod:`baselines.scratch.chronos2`; the paper
+  trained from scratch (``OUT/chronos-2-scratch``, :mod:`harness.studies.chronos2_scratch`; the paper
   retrains MIRA, which does not install here) on the same corpus with the same steps, per-step batch,
   seed and optimiser recipe; ``evaluate`` scores both and the released Chronos2-Small (the paper's
   released-checkpoint row; ``unavailable`` without its weights) into ``OUT/corpus_matched_records.csv``.
@@ -28,8 +28,8 @@
 
 Each variant trains into ``OUT/<variant>/`` and resumes when the command is rerun.
 
-The runners train (``models.soter.training``, ``baselines.scratch``) and then evaluate with the
-harness, so they sit in ``harness``, the one layer that may import all the others.
+The runners train (``models.soter.training``, :mod:`harness.studies.chronos2_scratch`) and then evaluate with the
+harness's runner, so they sit in ``harness.studies``, above the runner and the tasks.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def train_corpus_matched(base: TrainConfig, architecture: str = "6x512", horizon
     steps, windows per step (``batch_size x grad_accum``), seed, and optimiser recipe; Chronos-2's
     context is SOTER's ``max_length``, its horizon ``horizon`` (its own quantile loss needs one).  One
     process: the Chronos-2 trainer does not run under torchrun, where SOTER's batch would be larger."""
-    from baselines.scratch.chronos2 import ScratchConfig, ScratchTrainer
+    from harness.studies.chronos2_scratch import ScratchConfig, ScratchTrainer
 
     done = train(base, ["full"], log=log)
     cfg = ScratchConfig(corpus=base.corpus, out=str(Path(base.out) / "chronos-2-scratch"), steps=base.steps,

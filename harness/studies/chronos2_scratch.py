@@ -9,7 +9,7 @@ channels of a window form one Chronos-2 group, so they are forecast jointly, as 
 multivariate mode.  Checkpoints are Chronos-2 pipelines: evaluate one with
 ``python -m harness run forecasting --models chronos-2-small --weights chronos-2-small=OUT/checkpoint-N``.
 
-    python -m baselines.scratch.chronos2 --corpus corpus --out runs/chronos2-scratch --steps 2000 \\
+    python -m harness.studies.chronos2_scratch --corpus corpus --out runs/chronos2-scratch --steps 2000 \\
         [--architecture 6x512 | --config-json path/to/chronos-2/config.json] [--resume]
 """
 
@@ -166,7 +166,7 @@ class ScratchTrainer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m baselines.scratch.chronos2", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m harness.studies.chronos2_scratch", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--corpus", required=True)
     p.add_argument("--out", required=True)

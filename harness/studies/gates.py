@@ -2,7 +2,7 @@
 gate-assignment vectors of segments grouped by signal type (the computations:
 :mod:`models.soter.gates`).
 
-    python -m harness.gates --weights DIR --signals ECG PPG RSP [--dataset NAME|PATH]
+    python -m harness.studies.gates --weights DIR --signals ECG PPG RSP [--dataset NAME|PATH]
         [--segments 5] [--length 512] [--seed 42] [--out results/figures]
 
 ``--signals`` are channels of ``--dataset`` (default: the embedded cohort, whose ECG, PPG and
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from models.registry import get_spec
     from protocols.datasets import load_dataset
 
-    p = argparse.ArgumentParser(prog="python -m harness.gates", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m harness.studies.gates", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--weights", default=None, help="SOTER checkpoint folder (default: the shipped one)")
     p.add_argument("--model", default="soter", help="registry name (soter-tiny-random for a smoke run)")
