@@ -47,6 +47,18 @@ def test_the_html_report_holds_everything_and_needs_no_other_file(report):
     assert "tab:ablation" in page and "needs the ablation study" in page  # what was not produced, and why
 
 
+def test_the_html_report_holds_the_pre_training_overlap_registry_as_report_md_does(report):
+    """Before, REPORT.md ended with the overlap registry (issue #35) and report.html left it out."""
+    from models.pretraining import registry
+
+    page = report.html.read_text()
+    assert "## Pre-training overlap" in report.path.read_text()
+    assert "Pre-training overlap</h" in page
+    reg = registry()
+    for key in [k for k, e in reg.entries.items() if not e.generated] + list(reg.checkpoints):
+        assert f"<td>{key}</td>" in page  # each row of the registry
+
+
 def test_markdown_tables_keep_escaped_bars_and_the_best_marks():
     html = markdown_to_html("| model | RMSE |\n|---|---:|\n| a \\| b | **1.00** |\n| c | <u>2.00</u> |\n")
     assert "<td>a | b</td>" in html and "<td><b>1.00</b></td>" in html and "<td><u>2.00</u></td>" in html

@@ -210,15 +210,16 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
     report = out / "REPORT.md"
     header = (f"Records: {records_file} ({len(frame)} rows). Paper tables: {paper_dir}. "
               f"Study outputs ({', '.join(f for f, _ in STUDY_OUTPUTS.values())}): searched under {root}.")
+    appendix = "\n".join(registry_markdown())
     report.write_text("\n".join([
         "# Report", "", header, "",
         "Units: every RMSE and MAE (normalised space), Macro-F1 and Macro-AUROC is x100, shown with two decimals, "
         "in tables, comparisons and figures alike.", "",
         "## Produced", "", *[f"- {p}" for p in produced], "", "## Not produced", "",
-        *[f"- {what}: {why}" for what, why in missing], "", *registry_markdown()]))
+        *[f"- {what}: {why}" for what, why in missing], "", appendix]))
     from harness.reporting.report_html import write_html
 
-    page = write_html(out, header, produced, missing)
+    page = write_html(out, header, produced, missing, appendix)
     return Report(report, tuple(produced), tuple(missing), page)
 
 

@@ -131,8 +131,9 @@ def _section(out: Path, heading: str, folder: str, about: str) -> str:
 
 
 def write_html(out: Path, header: str, produced: list[str] | tuple[str, ...],
-               missing: list[tuple[str, str]] | tuple[tuple[str, str], ...]) -> Path:
-    """``out/report.html`` from the files under ``out``; ``header`` says what the records were."""
+               missing: list[tuple[str, str]] | tuple[tuple[str, str], ...], appendix: str = "") -> Path:
+    """``out/report.html`` from the files under ``out``; ``header`` says what the records were; ``appendix``:
+    Markdown sections REPORT.md ends with (the pre-training overlap registry), shown after the lists."""
     nav = "".join(f'<a href="#{folder}">{heading}</a>' for heading, folder, _ in SECTIONS)
     body = [f"<h1>Report</h1><p>{_inline(header)}</p>",
             f'<nav>{nav}<a href="#produced">Produced</a><a href="#missing">Not produced</a></nav>',
@@ -144,6 +145,8 @@ def write_html(out: Path, header: str, produced: list[str] | tuple[str, ...],
     body.append('<h2 id="missing">Not produced, and why</h2><ul class="missing">'
                 + ("".join(f"<li><b>{_inline(w)}</b>: {_inline(y)}</li>" for w, y in missing) or "<li>nothing</li>")
                 + "</ul>")
+    if appendix:
+        body.append(markdown_to_html(appendix))
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>soter-bench report</title>"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>{STYLE}</style></head>"
             f"<body>\n{chr(10).join(body)}\n<script>{SORT_SCRIPT}</script></body></html>\n")

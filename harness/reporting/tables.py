@@ -351,15 +351,15 @@ def condition_tables(frame: pd.DataFrame, task: str, models: list[str] | None = 
 
 # -- rendering --------------------------------------------------------------------------
 def _ranks(table: Table) -> dict[tuple[str, Column], int]:
-    """1 for the best entry of each column, 2 for the second; marked entries (partial, mixed, stale)
+    """1 for the best value of each column, 2 for the second, compared as shown (two decimals): entries that
+    show the same number share its rank, whatever their row order; marked entries (partial, mixed, stale)
     are not ranked."""
     ranks: dict[tuple[str, Column], int] = {}
     for col in table.columns:
-        vals = [(e.mean, m) for (m, c), e in table.entries.items()
-                if c == col and e.status == "ok" and not e.marked and np.isfinite(e.mean)]
-        vals.sort(key=lambda v: -v[0] if col.higher_is_better else v[0])
-        for rank, (_, m) in enumerate(vals[:2], start=1):
-            ranks[(m, col)] = rank
+        shown = {m: round(float(e.mean), 2) for (m, c), e in table.entries.items()
+                 if c == col and e.status == "ok" and not e.marked and np.isfinite(e.mean)}
+        best = sorted(set(shown.values()), reverse=col.higher_is_better)[:2]
+        ranks.update({(m, col): best.index(v) + 1 for m, v in shown.items() if v in best})
     return ranks
 
 
