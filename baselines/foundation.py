@@ -22,7 +22,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,15 +29,9 @@ from typing import Any, Callable
 
 from protocols.interface import Capabilities, Model
 from models.registry import (NEEDS_FLAG, NEEDS_WEIGHTS, ModelSpec, ModelUnavailableError, Unavailable,
-                             import_path, register)
+                             import_path, is_hub_id, register)
 
 WEIGHTS_FILE_ENV = "SOTER_BENCH_WEIGHTS"
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-
-
-def is_hub_id(text: str) -> bool:
-    """``ORG/REPO`` as the hub names repositories (not a relative path such as ``./x`` or ``~/x``)."""
-    return bool(_HUB_ID.match(text)) and not text.startswith((".", "~"))
 
 
 @dataclass(frozen=True)
@@ -88,6 +81,7 @@ def register_card(card: Card, factory: type[Model] | Callable[..., Model] | str,
         licence=card.licence, requires=card.requires, extra=card.extra, environment=card.environment,
         check=check, default=default, tasks=card.tasks,
         capabilities=card.capabilities, options={"card": card.name, **card.options},
+        paper_name=card.paper_name, native_horizon=card.native_horizon, hub_weights=True, paper_params=card.paper_params,
     ))
 
 

@@ -8,7 +8,7 @@ random weights from the model's own library or upstream code (``baselines/worker
 the model's environment) and saves it in the layout its adapter reads, with a ``RANDOM_WEIGHTS.json``
 marker. The harness runs it like any checkpoint (``run forecasting --random-weights NAME``), and every
 record says "random weights (speed and shape only)": such rows never reach a table, the leaderboard or
-the paper comparison (``harness/store.py: read_records``). ``benchmarks/system_overhead.py`` measures
+the paper comparison (``harness/records/store.py: read_records``). ``benchmarks/system_overhead.py`` measures
 them (parameters, seconds per sample, peak memory).
 
 The parameter count each build gives is compared with the paper's (its "Paras" column, the card's

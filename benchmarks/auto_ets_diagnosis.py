@@ -25,7 +25,7 @@ from protocols.splits import loso_folds
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--setting", "--window", dest="setting", default="96/48")
+    p.add_argument("--setting", default="96/48")
     p.add_argument("--windows-per-subject", type=int, default=4)
     p.add_argument("--dataset", default="synthetic-cohort")
     args = p.parse_args()

@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 from harness import stress_cli
-from harness.executor import EXECUTORS
-from harness.task_registry import all_tasks
-from harness.runner import (
+from harness.run.executor import EXECUTORS
+from harness.registry.tasks import all_options, all_tasks
+from harness.run.runner import (
     DEFAULT_OUT, RECORDS_FILE, RunConfig, default_models, execute, parse_model_option,
 )
-from protocols.specs import LABEL_BUDGETS, MISSING_RATES, NOISE_LEVELS, Setting, SpecError
+from protocols.specs import Setting, SpecError
 
 EXIT_NOTHING_SCORED = 1  # the command worked but produced no result: a script must not take it for success
 EXIT_INTERRUPTED = 130
@@ -54,24 +54,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="folder holding downloaded datasets (default: $SOTER_BENCH_DATA)")
     run.add_argument("--models", nargs="+", default=[], metavar="NAME",
                      help="model names (see `python -m harness list models`); default: the task's default models")
-    run.add_argument("--settings", "--windows", dest="settings", nargs="+", default=None, metavar="C/H",
-                     help="forecasting and noise: context/horizon settings in samples (the paper's \"windows\"; "
-                          "--windows is accepted too) (default: 48/24 72/36 96/48 128/64 for forecasting, "
-                          "96/48 for noise)")
-    run.add_argument("--levels", nargs="+", type=float, default=None, metavar="BETA",
-                     help=f"noise: levels beta (default: {' '.join(f'{b:g}' for b in NOISE_LEVELS)}; with --artefact, "
-                          "its severity scale, docs/protocols.md)")
-    run.add_argument("--rates", nargs="+", type=float, default=None, metavar="PCT",
-                     help=f"imputation: missing rates in percent (default: {' '.join(f'{100 * r:g}' for r in MISSING_RATES)}"
-                          "; physiology: 25)")
-    run.add_argument("--budgets", nargs="+", type=float, default=[100 * b for b in LABEL_BUDGETS], metavar="PCT",
-                     help="classification: label budgets in percent (default: %(default)s)")
     run.add_argument("--seeds", nargs="+", type=int, default=None,
                      help="seeds (default: 0 for forecasting and noise, 0 1 2 for imputation and classification)")
-    run.add_argument("--max-windows-per-subject", type=int, default=None,
-                     help="windows (segments) drawn per subject; default: the task's (docs/protocols.md)")
-    run.add_argument("--segment-length", type=int, default=None,
-                     help="imputation and classification: segment length in samples (default: 96 and 128)")
     run.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: %(default)s)")
     run.add_argument("--jobs", type=int, default=1,
                      help="parallel worker processes (default: 1); with --executor ray: CPUs of a local Ray instance")
@@ -97,7 +81,8 @@ def _parser() -> argparse.ArgumentParser:
                           "(repeatable; VALUE is a Python literal or a string; options are part of the record key)")
     run.add_argument("--rerun", action="store_true", help="recompute rows that are already finished")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    stress_cli.add_run_arguments(run)
+    _add_task_options(run.add_argument_group("task options (each names the tasks that read it; a flag the task "
+                                              "does not read is an error)"))
 
     lst = sub.add_parser("list", help="list datasets, models and tasks")
     lst.add_argument("what", nargs="?", choices=("datasets", "models", "tasks", "all"), default="all")
@@ -114,8 +99,8 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--dataset", default=None, metavar="NAME|PATH", help="default: the embedded cohort")
     ex.add_argument("--data-root", type=Path, default=None, help="folder holding downloaded datasets")
     ex.add_argument("--models", nargs="+", default=[], metavar="NAME", help="default: the forecasting defaults")
-    ex.add_argument("--setting", "--window", dest="setting", default="128/64", metavar="C/H",
-                    help="the context/horizon setting of the window (default: %(default)s; --window is accepted too)")
+    ex.add_argument("--setting", default="128/64", metavar="C/H",
+                    help="the context/horizon setting of the window (default: %(default)s)")
     ex.add_argument("--channels", nargs="+", default=None, metavar="NAME",
                     help="keep these channels only (one channel gives a single-channel example)")
     ex.add_argument("--seed", type=int, default=0, help="window-selection seed")
@@ -147,10 +132,22 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _add_task_options(run: argparse._ArgumentGroup) -> None:
+    """The registered tasks' options (``Task.options``) as flags of ``run``, each once, its help naming the tasks
+    that read it; a flag given stays None unless given, so a run passes exactly the options given."""
+    for option, tasks in all_options().items():
+        try:
+            run.add_argument(option.flag, dest=option.name, nargs="+" if option.many else None,
+                             default=None, metavar=option.metavar, help=f"{', '.join(tasks)}: {option.help}")
+        except argparse.ArgumentError as exc:
+            raise ValueError(f"task {tasks[0]!r} declares the option {option.flag}, which `run` has already: "
+                             f"{exc.message}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        parser = _parser()  # lists the tasks, which imports $SOTER_BENCH_PLUGINS modules when it is set
-    except (ImportError, RuntimeError, ValueError) as exc:  # a plugin that does not import: one line
+        parser = _parser()  # loads the plugins: the tasks they register are commands' choices
+    except (ValueError, KeyError, RuntimeError, ImportError) as exc:  # a plugin that fails: one line
         print(f"error: {exc}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
@@ -188,7 +185,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "artefacts":
             return stress_cli.run_artefacts(args)
         if args.command == "report":
-            from harness.report import write_report
+            from harness.reporting.report import write_report
 
             _output_folder(args.out, "--out")
             print(write_report(args.results, args.out, studies=args.studies, reference=args.reference))
@@ -230,7 +227,7 @@ def _output_folder(path: Path, flag: str, create: bool = True) -> None:
 def _examples(args: argparse.Namespace) -> int:
     from harness.examples import forecast_example, plot_example
     from models.registry import get_spec
-    from harness.runner import default_datasets
+    from harness.run.runner import default_datasets
     from protocols.datasets import load_dataset
 
     name = args.dataset or default_datasets()[0]
@@ -263,21 +260,15 @@ def _parse_weights(items: list[str]) -> tuple[tuple[str, str], ...]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from harness.store import read_records  # pandas: imported on use, so that --help and list start fast
-    from harness.usage import percentages
+    from harness.records.store import read_records  # pandas: imported on use, so that --help and list start fast
 
+    options = {o.name: o.read(getattr(args, o.name)) for o in all_options() if getattr(args, o.name) is not None}
     config = RunConfig(
-        task=args.task, datasets=tuple(args.dataset), models=tuple(args.models),
-        settings=tuple(Setting.parse(s) for s in args.settings) if args.settings else None,
+        task=args.task, datasets=tuple(args.dataset), models=tuple(args.models), options=options,
         out=args.out, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address, seeds=tuple(args.seeds) if args.seeds else None,
-        max_windows_per_subject=args.max_windows_per_subject, segment_length=args.segment_length,
-        noise_levels=tuple(args.levels) if args.levels else None,
-        missing_rates=percentages("--rates", "missing rates", args.rates) if args.rates else None,
-        budgets=percentages("--budgets", "label budgets", args.budgets),
         rerun=args.rerun, weights=_parse_weights(args.weights) + _random_weights(args),
         trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
         data_root=args.data_root, device=args.device, model_options=tuple(parse_model_option(o) for o in args.model_option),
-        **stress_cli.run_options(args),
     )
     _output_folder(config.out, "--out", create=False)
     _check_writable(Path(config.out), "--out")
@@ -320,7 +311,7 @@ def _random_weights(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
 
 def _note_random_weights(records_path: Path, keys: set[str]) -> None:
     """Say which of this run's rows were made with random weights: no table shows them."""
-    from harness.store import random_weight_rows
+    from harness.records.store import random_weight_rows
 
     rows = random_weight_rows(records_path)
     rows = rows[rows["key"].isin(keys)]
@@ -330,7 +321,7 @@ def _note_random_weights(records_path: Path, keys: set[str]) -> None:
 
 
 def _stat_tasks() -> tuple[str, ...]:
-    from harness.stats_report import stat_tasks
+    from harness.reporting.stats_report import stat_tasks
 
     return stat_tasks()
 
@@ -338,9 +329,9 @@ def _stat_tasks() -> tuple[str, ...]:
 def _publish(frame, task: str, out: Path, models: list[str] | None, datasets: list[str] | None,
              style: str = "text") -> None:
     """Print the task's tables and write them (txt, md, tex) and its figures under ``out``."""
-    from harness.figures import task_figures
-    from harness.pretraining_marks import marked_task_tables, read_declared_sources
-    from harness.tables import render
+    from harness.reporting.figures import task_figures
+    from harness.reporting.pretraining_marks import marked_task_tables, read_declared_sources
+    from harness.reporting.tables import render
 
     folder = out / "tables"
     folder.mkdir(parents=True, exist_ok=True)
@@ -358,7 +349,7 @@ def _publish(frame, task: str, out: Path, models: list[str] | None, datasets: li
 
 
 def _repair(path: Path) -> int:
-    from harness.store import repair_store
+    from harness.records.store import repair_store
 
     report = repair_store(path)
     if report.backup is None:
@@ -370,7 +361,7 @@ def _repair(path: Path) -> int:
 
 
 def _table(args: argparse.Namespace) -> int:
-    from harness.store import read_records
+    from harness.records.store import read_records
 
     frame = read_records(Path(args.out) / RECORDS_FILE)
     out = Path(args.out)
@@ -416,7 +407,7 @@ def _read_only(folder: Path) -> bool:
 
 
 def _print_statistics(frame, task: str, out: Path, reference: str | None, quiet: bool = False) -> None:
-    from harness.stats_report import stat_tasks, write_statistics
+    from harness.reporting.stats_report import stat_tasks, write_statistics
 
     if task not in stat_tasks():
         raise ValueError(f"--stats covers the tasks that score windows ({', '.join(stat_tasks())}), not {task}")
@@ -457,6 +448,8 @@ def _list(what: str) -> int:
         print("Tasks:")
         for name, task in all_tasks().items():
             print(f"  {name:<22} {task.description}")
+            if task.options:
+                print(f"  {'':<22} options: {' '.join(o.flag for o in task.options)}")
     return 0
 
 
@@ -472,13 +465,6 @@ def _capabilities(spec) -> str:
         parts.append(f"context {caps.min_context}..{caps.max_context if caps.max_context is not None else ''}")
     if caps.settings is not None:
         parts.append("settings " + " ".join(f"{c}/{h}" for c, h in caps.settings))
-    card = _card(spec.name)
-    if card is not None and card.native_horizon:
-        parts.append(f"native horizon {card.native_horizon}")
+    if spec.native_horizon:
+        parts.append(f"native horizon {spec.native_horizon}")
     return ", ".join(parts)
-
-
-def _card(name: str):
-    from baselines.foundation import CARDS
-
-    return CARDS.get(name)

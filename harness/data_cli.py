@@ -113,13 +113,13 @@ def _stats(args: argparse.Namespace) -> int:
 
 def _paper_statistics() -> dict[str, tuple[str, str]]:
     """Our dataset name -> the paper's (channels, NPE) as printed, from the transcribed paper tables."""
-    from harness import paper
-    from harness.report import DATASETS
+    from harness.reporting import paper
+    from harness.reporting.paper_cells import DATASETS
 
     try:
         table = paper.load()["tab:eval-stats"]
     except (OSError, KeyError) as exc:  # a copy without results/paper: ours alone, and why
-        print(f"paper values not shown: no transcribed paper table ({exc}); `python -m harness.paper` writes it",
+        print(f"paper values not shown: no transcribed paper table ({exc}); `python -m harness.reporting.paper` writes it",
               file=sys.stderr)
         return {}
     values = {(row.dataset, row.metric): str(row.value) for row in table.itertuples()}

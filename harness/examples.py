@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.figures import EXACT, model_index, model_style, pyplot, save_png_pdf
+from harness.reporting.figures import EXACT, model_index, model_style, pyplot, save_png_pdf
 from models.registry import get_spec
 from protocols.data import Dataset
 from protocols.forecasting import fold_windows, predict_windows

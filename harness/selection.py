@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.store import read_records
-from harness.tables import pooled
+from harness.records.store import read_records
+from harness.reporting.tables import pooled
 
 METRICS = ("rmse", "mae")
 

@@ -1,58 +1,15 @@
-"""The command-line options of the stress tests (issue #31): masks, artefacts, physiological fidelity,
-breakdowns and the artefact figure.  Kept here so that ``harness.cli`` only hooks them in."""
+"""The commands of the stress tests (issue #31) beside ``run``: breakdowns (``table --by``) and the artefact
+figure (``artefacts``).  Kept here so that ``harness.cli`` only hooks them in.  The options of ``run`` that
+the stress tests add (masks, artefacts, physiological fidelity) are their tasks' options
+(``harness.registry.options``)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
-from protocols.specs import (ARTEFACT_KINDS, BURST_DISTRIBUTIONS, MASK_CHANNELS, MASK_KINDS, PHYSIOLOGY_MEASURES,
-                             PHYSIOLOGY_SOURCES, ArtefactSpec, MaskSpec, PhysiologySpec)
 
 BREAKDOWNS = ("modality", "subject")
-
-
-def add_run_arguments(run: argparse.ArgumentParser) -> None:
-    """``run``'s options of the named departures from the paper's protocols (defaults: the paper's)."""
-    g = run.add_argument_group("stress tests (docs/protocols.md; defaults are the paper's protocols)")
-    g.add_argument("--mask", choices=MASK_KINDS, default=MaskSpec.kind,
-                   help="imputation, physiology: where points go missing: points (the paper's: each point alone) or "
-                        "contiguous gaps (default: %(default)s)")
-    g.add_argument("--mask-channels", choices=MASK_CHANNELS, default=MaskSpec.channels,
-                   help="independent: each channel its own gaps (asynchronous sensors); shared: all channels "
-                        "together (default: %(default)s)")
-    g.add_argument("--burst-seconds", type=float, default=MaskSpec.burst_seconds, metavar="S",
-                   help="contiguous mask: mean gap length in seconds (default: %(default)s)")
-    g.add_argument("--burst-distribution", choices=BURST_DISTRIBUTIONS, default=MaskSpec.distribution,
-                   help="contiguous mask: gap length law (default: %(default)s)")
-    g.add_argument("--artefact", choices=ARTEFACT_KINDS, default=ArtefactSpec.kind,
-                   help="noise: what corrupts the context: gaussian (the paper's) or a wearable artefact "
-                        "(default: %(default)s); --levels is then its severity scale")
-    g.add_argument("--mains-hz", type=float, default=ArtefactSpec.mains_hz, choices=(50.0, 60.0),
-                   help="--artefact mains: interference frequency (default: %(default)s)")
-    d = PhysiologySpec()
-    g.add_argument("--physio-context", type=float, default=d.context_seconds, metavar="S",
-                   help="physiology: forecast context in seconds (default: %(default)s)")
-    g.add_argument("--physio-horizon", type=float, default=d.horizon_seconds, metavar="S",
-                   help="physiology: forecast horizon in seconds, the span whose rate is scored (default: %(default)s)")
-    g.add_argument("--physio-segment", type=float, default=d.segment_seconds, metavar="S",
-                   help="physiology: imputed segment length in seconds (default: %(default)s)")
-    g.add_argument("--physio-sources", nargs="+", choices=PHYSIOLOGY_SOURCES, default=list(d.sources),
-                   help="physiology: forecasts and/or imputed segments (default: %(default)s)")
-    g.add_argument("--physio-measures", nargs="+", choices=PHYSIOLOGY_MEASURES, default=list(d.measures),
-                   help="physiology: heart rate from ECG, PPG; breathing rate from respiration (default: %(default)s)")
-
-
-def run_options(args: argparse.Namespace) -> dict[str, Any]:
-    """RunConfig fields from ``run``'s stress options."""
-    return {
-        "mask": MaskSpec(args.mask, args.mask_channels, args.burst_seconds, args.burst_distribution),
-        "artefact": ArtefactSpec(args.artefact, args.mains_hz),
-        "physiology": PhysiologySpec(context_seconds=args.physio_context, horizon_seconds=args.physio_horizon,
-                                     segment_seconds=args.physio_segment, sources=tuple(args.physio_sources),
-                                     measures=tuple(args.physio_measures)),
-    }
 
 
 def add_table_arguments(table: argparse.ArgumentParser) -> None:
@@ -74,8 +31,8 @@ def add_parsers(sub) -> None:
 
 
 def run_artefacts(args: argparse.Namespace) -> int:
-    from harness.artefact_figure import artefact_figure
-    from harness.runner import default_datasets
+    from harness.reporting.artefact_figure import artefact_figure
+    from harness.run.runner import default_datasets
     from protocols.datasets import load_dataset
     from protocols.specs import Setting
 
@@ -88,7 +45,7 @@ def run_artefacts(args: argparse.Namespace) -> int:
 
 def publish_breakdown(frame, task: str, out: Path, by: str, style: str) -> None:
     """Print the breakdown tables of ``task`` and write them (txt, md, tex) with their figure under ``out``."""
-    from harness.breakdown import breakdown_figures, breakdown_tables
+    from harness.reporting.breakdown import breakdown_figures, breakdown_tables
 
     folder = out / "tables"
     folder.mkdir(parents=True, exist_ok=True)

@@ -3,8 +3,8 @@
 A checkpoint folder built with random weights at a released model's size (``--random-weights``,
 ``baselines/published.py``) holds :data:`RANDOM_WEIGHTS_FILE`, written by its builder. Every record made
 with such weights carries ``"random_weights": RANDOM_WEIGHTS_NOTE`` in its ``model_info``
-(``harness/cells.py``), and :func:`is_random_info` is what the readers of records for tables, the
-leaderboard and the paper comparison use to leave those rows out (``harness/store.py: read_records``).
+(``harness/run/cells.py``), and :func:`is_random_info` is what the readers of records for tables, the
+leaderboard and the paper comparison use to leave those rows out (``harness/records/store.py: read_records``).
 """
 
 from __future__ import annotations

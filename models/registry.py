@@ -11,7 +11,8 @@ A model class registers itself with the :func:`register_model` decorator (its ``
 the registry name and its module and qualified name the factory string); :func:`register` takes a
 :class:`ModelSpec` spelt out, for a factory whose module is too heavy to import when listing models.
 
-Where registrations come from (:func:`all_specs` loads them on first use, each source once):
+Where registrations come from (:func:`all_specs` loads them on first use, each source once; the loading
+itself is :mod:`models.plugins`):
 
 1. the built-in models: the entry points of group ``soter_bench.models`` of the ``soter-bench``
    distribution itself (``baselines`` and ``models.soter.registration``, declared in this project's
@@ -37,9 +38,11 @@ Errors name the plugin: the entry point and its distribution, or the ``$SOTER_BE
 module.  A plugin whose module raises on import (a missing dependency, a syntax error) raises
 :class:`PluginImportError`, an ``ImportError``; a callable that raises, a missing attribute or
 something given that is no ``ModelSpec`` raises :class:`PluginError`.  Both are ``RuntimeError``
-subclasses, so the CLI prints the one line and exits 2.  A name registered twice with different
-specs raises :class:`DuplicateModelError` (a ``ValueError``) naming who registered each.  The
-original exception is chained to the one raised.
+subclasses, so the CLI prints the one line and exits 2.  The original exception is chained to the one raised.
+
+The registry is a ``protocols.registry.Registry``, the one kind every registry is: the same spec registered
+again is fine (a module imported twice); another spec under a registered name raises
+:class:`DuplicateModelError` (a ``ValueError``) naming who registered each.
 """
 
 from __future__ import annotations
@@ -48,19 +51,21 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
-import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Required, TypedDict, TypeVar, Unpack
 
+from models.plugins import (ENTRY_POINT_GROUP, PLUGINS_ENV, BuiltinModelsError, PluginError,  # noqa: F401 (also
+                            PluginImportError, load_entry_points, load_env_plugins, loading)  # importable from here)
 from protocols.interface import Capabilities, Model
-from protocols.words import did_you_mean
+from protocols.registry import DuplicateNameError, Registry, UnknownNameError
 
 
-class UnknownModelError(KeyError):
-    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
-        return str(self.args[0])
+
+class UnknownModelError(UnknownNameError):
+    """A model name nothing is registered under; lists the known models."""
 
 
 class UnknownOptionError(TypeError):
@@ -125,6 +130,10 @@ class ModelSpec:
     note_tasks: tuple[str, ...] = ()  # the tasks whose tables the note concerns (empty: every task's)
     # "module:callable() -> path" of the weights the model loads when no --weights is given
     default_weights: str | None = None
+    paper_name: str | None = None  # as the paper's tables name it (harness report); None: the paper has no row of it
+    native_horizon: int | None = None  # steps one forward pass produces (`harness list`); None: not one number
+    hub_weights: bool = False  # --weights may name a Hugging Face repository (ORG/REPO) instead of a folder
+    paper_params: str | None = None  # its parameter count as the paper prints it (the System Overhead table)
 
     def is_default_for(self, task: str) -> bool:
         """Whether a run of ``task`` with no ``--models`` includes this model."""
@@ -248,6 +257,14 @@ def file_sha256(path: Path) -> str:
     return _FILE_DIGESTS[key]
 
 
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def is_hub_id(text: str) -> bool:
+    """``ORG/REPO`` as the hub names repositories (not a relative path such as ``./x`` or ``~/x``)."""
+    return bool(_HUB_ID.match(text)) and not text.startswith((".", "~"))
+
+
 def weights_digest(path: Path) -> str:
     """A content digest of a weights folder (or file): every byte of every file but documents, logs,
     figures and hidden files. A ``SHA256SUMS`` in the folder stands for the files it lists only once
@@ -298,41 +315,20 @@ def _resolve(target: str) -> Callable[..., Any]:
     return obj
 
 
-_REGISTRY: dict[str, ModelSpec] = {}
-_SOURCES: dict[str, tuple[object, str]] = {}  # name -> (plugin or None, registering module)
-_loading: list[object] = []  # the plugin being loaded (its str() describes it), innermost last
-
-
-class DuplicateModelError(ValueError):
+class DuplicateModelError(DuplicateNameError):
     """Two different models registered under one name; names who registered each."""
 
 
-class PluginError(RuntimeError):
-    """A plugin (entry point or ``$SOTER_BENCH_PLUGINS`` module) could not register its models."""
-
-
-class PluginImportError(ImportError, PluginError):
-    """A plugin could not be imported; names the entry point and its distribution, or the module."""
-
-
-class BuiltinModelsError(RuntimeError):
-    """The built-in models' entry points were not found: this checkout is not pip-installed."""
-
-
+# name -> spec (protocols.registry: the same spec again is fine, another spec under a registered name is an error)
+_MODELS: Registry[ModelSpec] = Registry("model", sort_known=True, duplicate_error=DuplicateModelError,
+                                        unknown_error=UnknownModelError)
 def register(spec: ModelSpec) -> ModelSpec:
     return _register(spec, sys._getframe(1).f_globals.get("__name__", "?"))
 
 
 def _register(spec: ModelSpec, module: str) -> ModelSpec:
     """Registers ``spec``, crediting ``module`` (and the plugin being loaded) in duplicate-name errors."""
-    source = (_loading[-1] if _loading else None, module)
-    if spec.name in _REGISTRY and _REGISTRY[spec.name] != spec:
-        before = _describe(*_SOURCES.get(spec.name, (None, "?")))
-        raise DuplicateModelError(f"model name {spec.name!r} is registered twice: by {_describe(*source)}, "
-                                  f"and before by {before}")
-    _REGISTRY[spec.name] = spec
-    _SOURCES.setdefault(spec.name, source)
-    return spec
+    return _MODELS.add(spec.name, spec, _describe(loading[-1] if loading else None, module))
 
 
 def import_path(obj: Any) -> str:
@@ -369,6 +365,10 @@ class SpecFields(TypedDict, total=False):
     note: str
     note_tasks: tuple[str, ...]
     default_weights: str | None
+    paper_name: str | None
+    native_horizon: int | None
+    hub_weights: bool
+    paper_params: str | None
 
 
 _Factory = TypeVar("_Factory", bound=Callable[..., Any])
@@ -412,29 +412,6 @@ def _describe(plugin: object, module: str) -> str:
     return str(plugin) if module == __name__ else f"{plugin}, module {module!r}"
 
 
-PLUGINS_ENV = "SOTER_BENCH_PLUGINS"
-ENTRY_POINT_GROUP = "soter_bench.models"
-DISTRIBUTION = "soter-bench"  # this project: its own entry points of ENTRY_POINT_GROUP are the built-in models
-_entry_points_loaded = False  # every entry point of ENTRY_POINT_GROUP loaded (once per process)
-_done_entry_points: set[tuple[str, str]] = set()  # (name, value) of those loaded so far
-
-
-class _EntryPointPlugin:
-    """An entry point as error messages name it: its distribution, group, name and value."""
-
-    def __init__(self, ep: Any) -> None:
-        self.ep = ep
-
-    def __str__(self) -> str:
-        dist = getattr(self.ep, "dist", None)
-        try:
-            dist_name = dist.name if dist is not None else None
-        except Exception:  # a damaged METADATA file: the entry point still says enough
-            dist_name = None
-        return (f"plugin {dist_name or '(unknown distribution)'!r} "
-                f"(entry point {ENTRY_POINT_GROUP}: {self.ep.name} = {self.ep.value})")
-
-
 def _register_given(plugin: object, given: Any) -> None:
     """Registers what an entry point's object gave: a ModelSpec, an iterable of them, or None."""
     if given is None:
@@ -451,123 +428,20 @@ def _register_given(plugin: object, given: Any) -> None:
         register(spec)
 
 
-def _failure(plugin: object, exc: Exception, importing: bool) -> PluginError:
-    """A plugin's exception as one clear line naming the plugin (the original is chained to it)."""
-    importing = importing or isinstance(exc, ImportError)
-    reason = str(exc) if isinstance(exc, ImportError) else f"{type(exc).__name__}: {exc}"
-    if importing:
-        return PluginImportError(f"{plugin} failed to import: {reason}")
-    return PluginError(f"{plugin} failed: {reason}")
-
-
-def _load_entry_point(ep: Any, builtin: bool = False) -> None:
-    """Loads one entry point. A built-in one's models are credited to their modules (as a module
-    registering directly would be); a plugin's to the plugin, which duplicate-name errors name."""
-    plugin = _EntryPointPlugin(ep)
-    _loading.append(None if builtin else plugin)
-    try:
-        try:
-            target = importlib.import_module(ep.module)  # which may register models itself
-        except DuplicateModelError:
-            raise  # names the plugin already
-        except Exception as exc:  # an import error, or any error raised while the module runs
-            raise _failure(plugin, exc, importing=True) from exc
-        if ep.attr is None:
-            return
-        for part in ep.attr.split("."):  # "module:object": a callable giving specs, or a spec itself
-            if not hasattr(target, part):
-                raise PluginError(f"{plugin}: module {ep.module!r} has no attribute {ep.attr!r}")
-            target = getattr(target, part)
-        try:
-            given = target() if callable(target) else target
-        except DuplicateModelError:
-            raise
-        except Exception as exc:
-            raise _failure(plugin, exc, importing=False) from exc
-        _register_given(plugin, given)
-    finally:
-        _loading.pop()
-
-
-def _builtin_entry_points() -> list[Any]:
-    """This distribution's own entry points of ENTRY_POINT_GROUP (the built-in models)."""
-    from importlib.metadata import PackageNotFoundError, distribution
-
-    try:
-        eps = distribution(DISTRIBUTION).entry_points
-    except PackageNotFoundError:
-        eps = ()
-    found = [ep for ep in eps if ep.group == ENTRY_POINT_GROUP]
-    if not found:
-        raise BuiltinModelsError(
-            f"no built-in models: they register through the {ENTRY_POINT_GROUP!r} entry points of the installed "
-            f"{DISTRIBUTION!r} distribution, and none was found (a checkout that is not installed, or whose "
-            f"pyproject.toml changed since): run `pip install -e .` in the checkout")
-    return found
-
-
-def _load_entry_points() -> None:
-    """The built-in models first (this distribution's entry points), then every other package's."""
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    from importlib.metadata import entry_points  # imported here: `--help` does not need it
-
-    builtin = _builtin_entry_points()
-    for ep in (*builtin, *entry_points(group=ENTRY_POINT_GROUP)):
-        key = (ep.name, ep.value)
-        if key not in _done_entry_points:
-            _load_entry_point(ep, builtin=ep in builtin)
-            _done_entry_points.add(key)
-    _entry_points_loaded = True
-
-
-def _load_env_plugins() -> None:
-    """The modules named in $SOTER_BENCH_PLUGINS (read on every call: tests change it)."""
-    for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
-        if module in sys.modules:
-            continue
-        plugin = f"plugin module {module!r} named in ${PLUGINS_ENV}"
-        _loading.append(plugin)
-        try:
-            importlib.import_module(module)
-        except DuplicateModelError:
-            raise  # names the plugin already
-        except Exception as exc:  # an import error, or any error raised while the module runs
-            reason = str(exc) if isinstance(exc, ImportError) else f"{type(exc).__name__}: {exc}"
-            raise PluginImportError(f"cannot import {plugin}: {reason}{_path_hint(module, exc)}") from exc
-        finally:
-            _loading.pop()
-
-
-def _path_hint(module: str, exc: Exception) -> str:
-    """The usual cause when the plugin module itself (not one it imports) is not found: its folder is not
-    on Python's path."""
-    missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
-    if missing is None or not (module == missing or module.startswith(missing + ".")):
-        return ""
-    return (f" (Python looks for it on sys.path: run from the folder holding {missing.replace('.', '/')}.py or "
-            f"{missing.replace('.', '/')}/, or add that folder to PYTHONPATH, e.g. PYTHONPATH=/path/to/folder)")
-
-
 def _ensure_builtin() -> None:
     # Importing the entry points' modules registers their specs (cheap: no heavy imports).
-    _load_entry_points()  # the built-in models, then installed packages' (entry-point group soter_bench.models)
-    _load_env_plugins()  # a user's modules named in $SOTER_BENCH_PLUGINS
+    load_entry_points(_register_given)  # the built-in models, then installed packages' (group soter_bench.models)
+    load_env_plugins()  # a user's modules named in $SOTER_BENCH_PLUGINS
 
 
 def all_specs() -> dict[str, ModelSpec]:
     _ensure_builtin()
-    return dict(_REGISTRY)
+    return _MODELS.mapping()
 
 
 def get_spec(name: str) -> ModelSpec:
-    specs = all_specs()
-    if name not in specs:
-        raise UnknownModelError(
-            f"unknown model {name!r}{did_you_mean(name, specs)}; known models: {', '.join(sorted(specs))}"
-        )
-    return specs[name]
+    _ensure_builtin()
+    return _MODELS.get(name)
 
 
 def load_model(name: str, **options: Any) -> Model:

@@ -1,4 +1,4 @@
-"""Error sums per channel: what a breakdown by signal modality pools (``harness.breakdown``).
+"""Error sums per channel: what a breakdown by signal modality pools (``harness.reporting.breakdown``).
 
 A cell's pooled ``ErrorSums`` is the sum of these over its channels, so the modalities of a table sum back
 to its pooled score.  Forecasting and noise cells keep them inside their per-window errors (``channel_sse``,

@@ -172,7 +172,7 @@ class ClassificationOutcome:
 
 @dataclass(frozen=True)
 class SegmentPredictions:
-    """Each pooled test segment's subject, true and predicted class (kept beside the row: harness.cell_files)."""
+    """Each pooled test segment's subject, true and predicted class (kept beside the row: harness.records.cell_files)."""
 
     subject: np.ndarray
     y_true: np.ndarray

@@ -33,7 +33,7 @@ from protocols.windows import WindowSelection, extract_segments, select_segments
 
 @dataclass(frozen=True)
 class RecordedMask:
-    """A cell's mask as recorded beside its row (``harness.cell_files``): enough to score it again."""
+    """A cell's mask as recorded beside its row (``harness.records.cell_files``): enough to score it again."""
 
     observed: np.ndarray  # [B, C, L] bool
     queries: tuple[tuple[int, int], ...]  # (segment, position)

@@ -1,7 +1,6 @@
 """The one model interface that SOTER and every baseline implement, and that the protocols measure.
 
-It lives in ``protocols`` (the lowest layer) so that the protocols need not import ``models``;
-``models.interface`` re-exports it for plugins written against the old path.
+It lives in ``protocols`` (the lowest layer) so that the protocols need not import ``models``.
 
 Arrays cross this seam as numpy so that adapters built on torch, statsforecast or a
 subprocess worker all look the same to the harness.  Shapes:
@@ -23,14 +22,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from protocols.specs import accepts_old_names
 
 
 class ModelInputError(ValueError):
     """A batch handed to a model is malformed (shape, NaN, time order, too short)."""
 
 
-@accepts_old_names(windows="settings")
 @dataclass(frozen=True)
 class Capabilities:
     """What a model can do; the harness only asks for what is declared."""
@@ -46,18 +43,12 @@ class Capabilities:
     # forecasts quantiles too (``_forecast_quantiles``): the protocol then scores CRPS and weighted quantile loss
     quantiles: bool = False
 
-    @property
-    def windows(self) -> tuple[tuple[int, int], ...] | None:  # deprecated: the earlier name of ``settings``
-        return self.settings
-
     def supports_setting(self, context: int, horizon: int) -> bool:
         if context < self.min_context:
             return False
         if self.settings is not None and (context, horizon) not in self.settings:
             return False
         return True
-
-    supports_window = supports_setting  # deprecated: the earlier name
 
 
 @dataclass(frozen=True)

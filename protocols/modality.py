@@ -1,6 +1,6 @@
 """Signal modality of a channel: from its name, or from the dataset's manifest where the name says nothing.
 
-Why: one score per dataset averages ECG with EDA; breakdowns (``harness.breakdown``) and the physiological
+Why: one score per dataset averages ECG with EDA; breakdowns (``harness.reporting.breakdown``) and the physiological
 measures (``protocols.physiology``) need to know which channel is which.  Names are matched case-insensitively
 against the patterns below (first match wins), after the dataset's own mapping
 (``Dataset.metadata["modality"]``: channel -> modality, from a user folder's manifest ``modality`` table);

@@ -2,33 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field, fields
 
 
 class SpecError(ValueError):
     """A protocol parameter is unknown or out of range."""
-
-
-def accepts_old_names(**renamed: str):
-    """Let a dataclass's constructor (specs, ``Capabilities``) take the earlier names of renamed fields (issue #17) as keywords, for user code."""
-
-    def wrap(cls):
-        init = cls.__init__
-
-        @functools.wraps(init)
-        def __init__(self, *args, **kwargs):
-            for old, new in renamed.items():
-                if old in kwargs:
-                    if new in kwargs:
-                        raise TypeError(f"{cls.__name__}: {old} is the earlier name of {new}; give one of them")
-                    kwargs[new] = kwargs.pop(old)
-            init(self, *args, **kwargs)
-
-        cls.__init__ = __init__
-        return cls
-
-    return wrap
 
 
 @dataclass(frozen=True, order=True)
@@ -64,13 +42,9 @@ class Setting:
         return cls(int(parts[0]), int(parts[1]))
 
 
-WindowSpec = Setting  # deprecated: the earlier name of Setting, kept for user code
-
-
 PAPER_SETTINGS: tuple[Setting, ...] = (
     Setting(48, 24), Setting(72, 36), Setting(96, 48), Setting(128, 64),
 )
-PAPER_WINDOWS = PAPER_SETTINGS  # deprecated: the earlier name of PAPER_SETTINGS, kept for user code
 
 
 @dataclass(frozen=True)
@@ -100,7 +74,6 @@ class SamplingSpec:
         return self.stride if self.stride is not None else setting.horizon
 
 
-@accepts_old_names(windows="settings")
 @dataclass(frozen=True)
 class ForecastingSpec:
     settings: tuple[Setting, ...] = PAPER_SETTINGS
@@ -114,10 +87,6 @@ class ForecastingSpec:
             raise SpecError("settings must be distinct")
         if self.batch_size < 1:
             raise SpecError("batch_size must be >= 1")
-
-    @property
-    def windows(self) -> tuple[Setting, ...]:  # deprecated: the earlier name of ``settings``
-        return self.settings
 
     def fingerprint(self) -> str:
         """What changes the windows a cell scores (not the settings or the batch size)."""
@@ -238,7 +207,6 @@ class ArtefactSpec:
         return NOISE_LEVELS if self.kind == "gaussian" else CLIP_LEVELS if self.kind == "clip" else ARTEFACT_LEVELS
 
 
-@accepts_old_names(windows="settings")
 @dataclass(frozen=True)
 class NoiseSpec:
     """Gaussian noise beta * sigma added to the context only; scored against the clean future.
@@ -260,10 +228,6 @@ class NoiseSpec:
         if self.artefact.kind == "clip" and max(self.levels) >= 1:
             raise SpecError(f"clip levels are shares of saturated samples, in [0, 1); got {self.levels}")
 
-    @property
-    def windows(self) -> tuple[Setting, ...]:  # deprecated: the earlier name of ``settings``
-        return self.settings
-
     def forecasting(self) -> ForecastingSpec:
         return ForecastingSpec(settings=self.settings, sampling=self.sampling, batch_size=self.batch_size)
 
@@ -274,7 +238,6 @@ class NoiseSpec:
         return text if self.artefact.is_paper else f"{text};artefact={self.artefact.name}-v1"
 
 
-@accepts_old_names(points_per_window="points_per_segment")
 @dataclass(frozen=True)
 class ImputationSpec:
     """Causal imputation on segments of ``length`` samples (docs/protocols.md).
@@ -300,10 +263,6 @@ class ImputationSpec:
             raise SpecError(f"warmup must be in [2, length), got {self.warmup}")
         if self.points_per_segment < 1 or self.max_windows_per_subject < 1:
             raise SpecError("points_per_segment and max_windows_per_subject must be >= 1")
-
-    @property
-    def points_per_window(self) -> int:  # deprecated: the earlier name of ``points_per_segment``
-        return self.points_per_segment
 
     def fingerprint(self) -> str:
         # the strings are unchanged by the renames of issue #17: they are part of every record's key

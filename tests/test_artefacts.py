@@ -160,18 +160,18 @@ def test_a_bad_artefact_level_on_the_command_line_is_one_line_and_exit_2(tmp_pat
 
 
 def test_mains_above_nyquist_is_unavailable_with_the_reason_and_other_kinds_get_their_own_tables(tmp_path):
-    from harness.runner import RunConfig, execute
-    from harness.store import read_records
+    from harness.run.runner import RunConfig, execute
+    from harness.records.store import read_records
     from harness.tasks import get_task
     from protocols.datasets.folder import write_folder_dataset
 
     folder = tmp_path / "toy"
     write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), folder)  # 10 Hz
-    common = dict(datasets=(str(folder),), models=("last-value",), settings=(Setting(32, 8),), out=tmp_path / "out",
-                  progress=False, max_windows_per_subject=2, noise_levels=(0.0, 0.5))
-    execute(RunConfig(task="noise", artefact=ArtefactSpec("mains"), **common), log=lambda m: None)
-    execute(RunConfig(task="noise", artefact=ArtefactSpec("pops"), **common), log=lambda m: None)
-    execute(RunConfig(task="noise", **common), log=lambda m: None)
+    common = dict(datasets=(str(folder),), models=("last-value",), out=tmp_path / "out", progress=False)
+    options = {"settings": (Setting(32, 8),), "max_windows_per_subject": 2, "levels": (0.0, 0.5)}
+    execute(RunConfig(task="noise", options={**options, "artefact": "mains"}, **common), log=lambda m: None)
+    execute(RunConfig(task="noise", options={**options, "artefact": "pops"}, **common), log=lambda m: None)
+    execute(RunConfig(task="noise", options=options, **common), log=lambda m: None)
     frame = read_records(tmp_path / "out" / "records.csv")
     mains = frame[frame["condition"].str.startswith("mains")]
     assert set(mains["status"]) == {"unavailable"} and mains["error"].str.contains("above 100 Hz").all()

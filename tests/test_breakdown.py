@@ -1,4 +1,4 @@
-"""Issue #31: every task's table broken down by signal modality and by subject (harness.breakdown); the parts
+"""Issue #31: every task's table broken down by signal modality and by subject (harness.reporting.breakdown); the parts
 sum back to the pooled score."""
 
 from __future__ import annotations
@@ -6,17 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.breakdown import by_modality, by_subject, channel_arrays, modality_sums, subject_scores
-from harness.cell_files import read_cell_file
+from harness.reporting.breakdown import by_modality, by_subject, channel_arrays, modality_sums, subject_scores
+from harness.records.cell_files import read_cell_file
 from harness.cli import main
-from harness.runner import RunConfig, execute
-from harness.store import read_records
-from harness.task_registry import get_task
-from harness.tables import pooled
+from harness.run.runner import RunConfig, execute
+from harness.records.store import read_records
+from harness.registry.tasks import get_task
+from harness.reporting.tables import pooled
 from protocols.data import Dataset, Recording
 from protocols.datasets.folder import load_folder_dataset, write_folder_dataset
 from protocols.modality import channel_modalities, modality_of
-from protocols.specs import ArtefactSpec, MaskSpec, Setting
+from protocols.specs import Setting
 
 
 def _dataset() -> Dataset:
@@ -39,15 +39,19 @@ def runs(tmp_path_factory):
     folder = base / "bd"
     write_folder_dataset(_dataset(), folder)
     out = base / "out"
-    common = dict(datasets=(str(folder),), out=out, progress=False, max_windows_per_subject=3)
-    execute(RunConfig(task="forecasting", models=("last-value", "window-mean"),
-                      settings=(Setting(32, 8), Setting(48, 16)), **common), log=lambda m: None)
-    execute(RunConfig(task="noise", models=("last-value",), settings=(Setting(32, 8),), noise_levels=(0.0, 0.5),
-                      artefact=ArtefactSpec("wander"), **common), log=lambda m: None)
-    execute(RunConfig(task="imputation", models=("locf",), segment_length=48, seeds=(0, 1), missing_rates=(0.5,),
-                      mask=MaskSpec("contiguous", burst_seconds=0.5), **common), log=lambda m: None)
-    execute(RunConfig(task="classification", models=("stat-features", "random"), segment_length=32, seeds=(0,),
-                      budgets=(1.0,), **common), log=lambda m: None)
+    common = dict(datasets=(str(folder),), out=out, progress=False)
+    execute(RunConfig(task="forecasting", models=("last-value", "window-mean"), **common,
+                      options={"settings": (Setting(32, 8), Setting(48, 16)), "max_windows_per_subject": 3}),
+            log=lambda m: None)
+    execute(RunConfig(task="noise", models=("last-value",), **common,
+                      options={"settings": (Setting(32, 8),), "levels": (0.0, 0.5), "artefact": "wander",
+                               "max_windows_per_subject": 3}), log=lambda m: None)
+    execute(RunConfig(task="imputation", models=("locf",), seeds=(0, 1), **common,
+                      options={"segment_length": 48, "rates": (0.5,), "mask": "contiguous", "burst_seconds": 0.5,
+                               "max_windows_per_subject": 3}), log=lambda m: None)
+    execute(RunConfig(task="classification", models=("stat-features", "random"), seeds=(0,), **common,
+                      options={"segment_length": 32, "budgets": (1.0,), "max_windows_per_subject": 3}),
+            log=lambda m: None)
     return folder, out, read_records(out / "records.csv")
 
 
@@ -152,7 +156,7 @@ def test_rows_without_per_channel_errors_are_named_not_guessed(runs, tmp_path):
 
 
 def test_figure_rows_follow_the_table_order_and_never_interleave_two_families():
-    from harness.breakdown_figure import condition_order
+    from harness.reporting.breakdown_figure import condition_order
 
     noise = get_task("noise")
     seen = ["beta=0", "clip=0.1", "beta=0.25", "wander=1", "clip=0.5", "wander=0.25", "beta=1"]
@@ -168,8 +172,9 @@ def test_files_kept_beside_rows_get_the_records_mode(tmp_path):
     write_folder_dataset(_dataset(), folder)
     previous = os.umask(0o022)
     try:
-        execute(RunConfig(task="imputation", models=("locf",), segment_length=48, seeds=(0,), missing_rates=(0.5,),
-                          datasets=(str(folder),), out=tmp_path / "out", progress=False, max_windows_per_subject=1),
+        execute(RunConfig(task="imputation", models=("locf",), seeds=(0,), datasets=(str(folder),),
+                          out=tmp_path / "out", progress=False,
+                          options={"segment_length": 48, "rates": (0.5,), "max_windows_per_subject": 1}),
                 log=lambda m: None)
     finally:
         os.umask(previous)
@@ -181,8 +186,8 @@ def test_files_kept_beside_rows_get_the_records_mode(tmp_path):
 def test_rows_written_before_window_errors_kept_channels_break_down_from_their_channel_files(runs, tmp_path):
     import shutil
 
-    from harness.cell_files import write_cell_files
-    from harness.window_store import read_window_errors, write_window_errors
+    from harness.records.cell_files import write_cell_files
+    from harness.records.window_store import read_window_errors, write_window_errors
     from protocols.channel_errors import from_window_arrays
 
     _, out, frame = runs

@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness import cells
-from harness.cells import Cell
+from harness.registry.tasks import get_task
+from harness.run import cells, embeddings
+from harness.run.cells import Cell
 from protocols import classification as cls
 from protocols.specs import ClassificationSpec
 from tests.conftest import make_dataset
@@ -25,6 +26,11 @@ def _dataset():
 def _cell(seed: int, cache, model: str = "stat-features", level: float = 1.0) -> Cell:
     return Cell("classification", "toy", "all", str(SPEC.length), model, seed, SPEC, level=level,
                 cache_dir=str(cache))
+
+
+def _evaluate(cell: Cell, dataset) -> dict[str, object]:
+    """One cell's row, without run_cell's timing and error capture."""
+    return cells.evaluate_cell(get_task(cell.task), cell, dataset)
 
 
 def test_the_seed_draws_the_segments_and_one_seed_repeats():
@@ -45,9 +51,9 @@ def test_the_seed_draws_the_segments_and_one_seed_repeats():
 
 def test_full_budget_scores_differ_between_seeds_and_repeat_within_one(tmp_path):
     ds = _dataset()
-    rows = {s: cells._classification(_cell(s, tmp_path / "cache"), ds) for s in (0, 1, 2)}
-    fresh = cells._classification(_cell(0, tmp_path / "other-cache"), ds)  # recomputed, not read back
-    cached = cells._classification(_cell(0, tmp_path / "cache"), ds)
+    rows = {s: _evaluate(_cell(s, tmp_path / "cache"), ds) for s in (0, 1, 2)}
+    fresh = _evaluate(_cell(0, tmp_path / "other-cache"), ds)  # recomputed, not read back
+    cached = _evaluate(_cell(0, tmp_path / "cache"), ds)
     assert all(r["status"] == "ok" for r in (*rows.values(), fresh, cached))
     for row in (fresh, cached):
         assert (row["macro_f1"], row["macro_auroc"]) == (rows[0]["macro_f1"], rows[0]["macro_auroc"])
@@ -59,21 +65,21 @@ def test_full_budget_scores_differ_between_seeds_and_repeat_within_one(tmp_path)
 def test_each_seed_embeds_its_own_segments_and_budgets_share_the_pass(tmp_path, monkeypatch):
     ds = _dataset()
     embedded = []
-    real = cells.embed_segments
+    real = embeddings.embed_segments
 
     def spy(model, dataset, fold, segments, spec, *args, **kwargs):
         embedded.append(segments.refs)
         return real(model, dataset, fold, segments, spec, *args, **kwargs)
 
-    monkeypatch.setattr(cells, "embed_segments", spy)
+    monkeypatch.setattr(embeddings, "embed_segments", spy)
     n_folds = len(ds.subjects)
     for seed in (0, 1):
         before = len(embedded)
         for level in (1.0, 0.5):
-            assert cells._classification(_cell(seed, tmp_path, level=level), ds)["status"] == "ok"
+            assert _evaluate(_cell(seed, tmp_path, level=level), ds)["status"] == "ok"
         assert len(embedded) - before == n_folds  # one pass per fold, shared by both budgets
         assert all(refs == cls.labelled_segments(ds, SPEC, seed).refs for refs in embedded[before:])
-    keys = {cells._embedding_key(_cell(s, tmp_path, level=lv), ds) for s in (0, 1) for lv in (1.0, 0.5)}
+    keys = {embeddings.embedding_key(_cell(s, tmp_path, level=lv), ds) for s in (0, 1) for lv in (1.0, 0.5)}
     assert len(keys) == 2
 
 

@@ -195,7 +195,7 @@ def test_paper_values_are_the_transcribed_table_for_each_paper_dataset():
 
 
 def test_without_the_transcribed_paper_tables_ours_are_shown_alone(small_cohort, capsys, monkeypatch):
-    from harness import paper
+    from harness.reporting import paper
 
     def missing(*args, **kwargs):
         raise FileNotFoundError("results/paper/tables.json")

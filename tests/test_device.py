@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from harness.cli import main
-from harness.runner import RunConfig, plan, resolve_device
-from harness.store import read_records
+from harness.run.runner import RunConfig, plan, resolve_device
+from harness.records.store import read_records
 from protocols.specs import SpecError, Setting
 
 CUDA = torch.cuda.is_available()
@@ -39,7 +39,8 @@ def test_on_a_cpu_machine_auto_is_cpu_and_cuda_is_a_usage_error(folder, tmp_path
 def test_auto_on_the_cpu_keeps_every_key_and_records_name_the_device(folder, tmp_path):
     def keys(device: str) -> list[str]:
         config = RunConfig(datasets=(str(folder),), models=("last-value", "soter"), out=tmp_path / device,
-                           settings=(Setting(48, 24),), max_windows_per_subject=2, progress=False, device=device)
+                           options={"settings": (Setting(48, 24),), "max_windows_per_subject": 2}, progress=False,
+                           device=device)
         return [f["key"] for _, f in plan(config)[0]]
 
     if not CUDA:

@@ -176,12 +176,12 @@ def test_a_checkout_that_is_not_installed_says_to_install_it(monkeypatch):
     empty registry (``models.registry`` never imports the built-ins by name)."""
     import importlib.metadata
 
-    from models.registry import BuiltinModelsError, _builtin_entry_points
+    from models.plugins import BuiltinModelsError, builtin_entry_points
 
     def missing(name):
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "distribution", missing)
     with pytest.raises(BuiltinModelsError, match=r"pip install -e \."):
-        _builtin_entry_points()
+        builtin_entry_points()
     assert issubclass(BuiltinModelsError, RuntimeError)  # the CLI prints the one line and exits 2

@@ -45,7 +45,7 @@ def test_the_legend_sits_beside_the_panels_and_models_get_distinct_markers(tmp_p
 
 
 def test_a_model_has_one_colour_whatever_other_models_a_figure_shows():
-    from harness.figures import model_colours
+    from harness.reporting.figures import model_colours
 
     few, many = model_colours(["soter", "last-value"]), model_colours(["auto-ets", "last-value", "drift", "soter"])
     assert few["soter"] == many["soter"] and few["last-value"] == many["last-value"]

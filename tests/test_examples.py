@@ -29,7 +29,7 @@ def test_cli_writes_figure_and_data_and_single_channel_selection(tmp_path, capsy
     data = tmp_path / "toy"
     write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), data)
     out = tmp_path / "fig"
-    assert main(["examples", "--dataset", str(data), "--models", "last-value", "soter-authors", "--window", "32/8",
+    assert main(["examples", "--dataset", str(data), "--models", "last-value", "soter-authors", "--setting", "32/8",
                  "--channels", "b", "--out", str(out)]) == 0
     stem = out / "forecast-example-toy-32x8-b"
     assert all(stem.with_suffix(ext).is_file() for ext in (".png", ".pdf", ".csv"))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import EXIT_NOTHING_SCORED, main
-from harness.store import read_records
+from harness.records.store import read_records
 
 
 def _run(folder: Path, out: Path, *extra: str) -> int:

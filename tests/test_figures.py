@@ -2,7 +2,7 @@
 tables' cells, legends cover no data, coinciding lines stay distinguishable and are named, and the
 label-efficiency axis reads in percent.
 
-The figure is read back from the Axes of the Figure handed to ``harness.figures.save_png_pdf`` (wrapped,
+The figure is read back from the Axes of the Figure handed to ``harness.reporting.figures.save_png_pdf`` (wrapped,
 so the PNG and PDF are still written): exact values and labels, no image parsing.
 """
 
@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import figures
-from harness.store import COLUMNS
-from harness.tables import condition_value, condition_tables
+from harness.reporting import figures
+from harness.records.store import COLUMNS
+from harness.reporting.tables import condition_value, condition_tables
 from harness.tasks.classification import TASK as CLASSIFICATION
 
 

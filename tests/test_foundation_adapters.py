@@ -330,8 +330,7 @@ def test_register_card_takes_the_adapter_class_or_its_path(monkeypatch, tiny_car
 
     card, _ = tiny_card
     registry.all_specs()  # the built-ins loaded first: the copy below is what the test may change
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
-    monkeypatch.setattr(registry, "_SOURCES", dict(registry._SOURCES))
+    monkeypatch.setattr(registry, "_MODELS", registry._MODELS.copy())
     spec = foundation.register_card(card, _TinyAdapter)
     assert spec.factory == "tests.test_foundation_adapters:_TinyAdapter"
     assert spec.check == "baselines.foundation:check"

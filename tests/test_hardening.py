@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
-from harness.store import COLUMNS, RecordStore, RecordStoreError, read_records, row_key
+from harness.records.store import COLUMNS, RecordStore, RecordStoreError, read_records, row_key
 from protocols.datasets.folder import write_folder_dataset
 from tests.conftest import make_dataset
 
@@ -37,7 +37,7 @@ def test_two_processes_creating_200_stores_leave_valid_files(tmp_path):
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(REPO)!r})
-        from harness.store import RecordStore, row_key
+        from harness.records.store import RecordStore, row_key
         who = sys.argv[1]
         for i in range(200):
             fields = dict(task="forecasting", dataset="d", fold=who, setting="48/24", condition="clean",
@@ -67,11 +67,11 @@ def test_a_store_sees_rows_another_run_appended(tmp_path):
 
 def test_a_run_skips_cells_another_run_finished_meanwhile(folder, tmp_path):
     """The runner re-reads the store before each cell: cells done elsewhere are not recomputed."""
-    from harness.runner import RunConfig, execute, plan
+    from harness.run.runner import RunConfig, execute, plan
     from protocols.specs import Setting
 
     config = RunConfig(datasets=(str(folder),), models=("last-value",), out=tmp_path / "o",
-                       settings=(Setting(48, 24),), max_windows_per_subject=4, progress=False)
+                       options={"settings": (Setting(48, 24),), "max_windows_per_subject": 4}, progress=False)
     cells, _ = plan(config)
     other = RecordStore(config.records_path)  # "another run" that finishes every cell first
     for _, fields in cells:
@@ -109,7 +109,7 @@ def test_workers_exit_after_their_parent_is_killed(tmp_path):
     script = textwrap.dedent(f"""
         import sys, time
         sys.path.insert(0, {str(REPO)!r})
-        from harness.executor import ProcessExecutor
+        from harness.run.executor import ProcessExecutor
         ex = ProcessExecutor(2)
         it = ex.run(time.sleep, [120, 120])
         futures = [ex._pool.submit(time.sleep, 0) for _ in range(2)]

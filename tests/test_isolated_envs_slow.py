@@ -107,7 +107,7 @@ def test_moment_end_to_end(tmp_path, capsys):
     from harness.cli import main
 
     out = tmp_path / "run"
-    assert main(["run", "forecasting", "--models", "moment-small", "last-value", "--windows", "48/24",
+    assert main(["run", "forecasting", "--models", "moment-small", "last-value", "--settings", "48/24",
                  "--weights", f"moment-small={tmp_path / 'tiny-moment'}", "--max-windows-per-subject", "2",
                  "--out", str(out), "--no-progress"]) == 0
     import pandas as pd

@@ -17,6 +17,7 @@ import tomllib
 from pathlib import Path
 
 import grimp  # import-linter brings it: both come with the test extra (pip install -e '.[test]')
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 LAYERS = ("protocols", "models", "baselines", "harness")  # lowest first
@@ -52,10 +53,19 @@ def test_the_declared_contracts_are_the_layering():
     assert not contracts["layers"].get("ignore_imports")  # no exceptions to the rule
     assert contracts["acyclic"]["type"] == "acyclic_siblings"
     assert sorted(contracts["acyclic"]["ancestors"]) == sorted(LAYERS)
+    inner = contracts["harness-layers"]  # the sub-packages of harness, the registry (its floor) lowest
+    assert inner["type"] == "layers" and inner["containers"] == ["harness"] and not inner.get("ignore_imports")
+    assert inner["layers"][-4:] == ["tasks", "run | reporting", "records", "registry"]
+    top = {p.stem for p in (REPO / "harness").glob("*.py")} - {"__init__", "__main__"}
+    assert set(inner["layers"][0].split(" : ")) == top  # every command module is in the top layer
+    packages = {p.parent.name for p in (REPO / "harness").glob("*/__init__.py")}
+    below = {part.strip() for layer in inner["layers"][1:] for part in layer.replace("|", ":").split(":")}
+    assert below == packages  # every sub-package of harness (studies, external ...) has its layer
 
 
 def test_import_linter_contracts_are_kept(capsys):
-    """No import from a lower layer into a higher one; no cycle between the sibling modules of a package."""
+    """No import from a lower layer into a higher one (between the packages, and between the parts of harness);
+    no cycle between the sibling modules of a package."""
     from importlinter import configuration
     from importlinter.application.use_cases import lint_imports
 
@@ -63,7 +73,7 @@ def test_import_linter_contracts_are_kept(capsys):
     kept = lint_imports(config_filename=str(REPO / "pyproject.toml"), cache_dir=None, no_logo=True)
     report = capsys.readouterr().out
     assert kept, report
-    assert "2 kept, 0 broken" in report, report
+    assert "3 kept, 0 broken" in report, report
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -182,10 +192,12 @@ def _names_a_registering_module(text: str) -> bool:
                for name in ("baselines", "harness", "models.soter"))
 
 
-def test_the_registry_does_not_import_the_models_it_registers():
-    """The registry loads the built-in models through entry points; it never names their modules (as an
-    import, or as a string it could import them by), so ``models`` does not depend on ``baselines``."""
-    path = REPO / "models" / "registry.py"
+@pytest.mark.parametrize("name", ["registry.py", "plugins.py"])
+def test_the_registry_does_not_import_the_models_it_registers(name):
+    """The registry (and its plugin machinery) loads the built-in models through entry points; it never names
+    their modules (as an import, or as a string it could import them by), so ``models`` does not depend on
+    ``baselines``."""
+    path = REPO / "models" / name
     tree = ast.parse(path.read_text(), str(path))
     docstrings = _docstrings(tree)
     bad = []
@@ -197,25 +209,11 @@ def test_the_registry_does_not_import_the_models_it_registers():
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings \
                 and _names_a_registering_module(node.value.strip()):
             bad.append(f"line {node.lineno}: the string {node.value!r}")
-    assert not bad, "models/registry.py names modules of a higher layer:\n" + "\n".join(bad)
-
-
-def test_the_old_interface_path_is_an_alias_importing_only_protocols():
-    from models import interface as old
-    from protocols import interface
-
-    for name in ("Model", "Capabilities", "SeriesBatch", "ModelInputError", "forecast", "impute", "embed",
-                 "fill_prefix", "check_query_times"):
-        assert getattr(old, name) is getattr(interface, name), name
-    tree = ast.parse((REPO / "models" / "interface.py").read_text())
-    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    ours = {name for name in imported if name.split(".")[0] in LAYERS}
-    assert ours and {name.split(".")[0] for name in ours} == {"protocols"}, imported
+    assert not bad, f"models/{name} names modules of a higher layer:\n" + "\n".join(bad)
 
 
 def test_the_builtin_models_come_from_this_distributions_entry_points():
-    from models.registry import _builtin_entry_points
+    from models.plugins import builtin_entry_points
 
-    assert {ep.name: ep.value for ep in _builtin_entry_points()} == {
+    assert {ep.name: ep.value for ep in builtin_entry_points()} == {
         "baselines": "baselines", "soter": "models.soter.registration"}

@@ -11,17 +11,17 @@ import pytest
 import torch
 
 from harness.cli import main
-from harness.runner import RunConfig, execute, parse_model_option, plan
-from harness.store import RecordStore, read_records
+from harness.run.runner import RunConfig, execute, parse_model_option, plan
+from harness.records.store import RecordStore, read_records
 from models.registry import UnknownOptionError, get_spec
 from protocols.interface import SeriesBatch, forecast
 from protocols.specs import SpecError, Setting
 
 
-def _config(folder: Path, out: Path, models: tuple[str, ...], options=(), **kw) -> RunConfig:
-    kw.setdefault("max_windows_per_subject", 2)
-    return RunConfig(datasets=(str(folder),), models=models, out=out, settings=(Setting(48, 24),),
-                     progress=False, model_options=tuple(options), **kw)
+def _config(folder: Path, out: Path, models: tuple[str, ...], options=(), windows: int = 2, **kw) -> RunConfig:
+    return RunConfig(datasets=(str(folder),), models=models, out=out,
+                     options={"settings": (Setting(48, 24),), "max_windows_per_subject": windows}, progress=False,
+                     model_options=tuple(options), **kw)
 
 
 @pytest.mark.parametrize("item, parsed", [
@@ -112,8 +112,7 @@ def test_the_registered_value_given_again_keeps_the_key(folder, tmp_path):
 
 
 def test_soters_rollout_reaches_the_model(folder, tmp_path):
-    config = _config(folder, tmp_path / "o", ("soter",), [("soter", "rollout", "autoregressive")],
-                     max_windows_per_subject=1)
+    config = _config(folder, tmp_path / "o", ("soter",), [("soter", "rollout", "autoregressive")], windows=1)
     cells, _ = plan(config)
     assert all(dict(cell.model_options)["rollout"] == "autoregressive" for cell, _ in cells)
     summary = execute(config)

@@ -65,7 +65,7 @@ def random_run(tmp_path_factory):
 
 
 def test_random_weight_rows_say_so_and_stay_out_of_every_table(random_run, capsys):
-    from harness.store import random_weight_rows, read_records
+    from harness.records.store import random_weight_rows, read_records
 
     folder, asked, printed = random_run
     assert asked == ["soter"]  # --random-weights asked the builder for SOTER's published size
@@ -100,7 +100,7 @@ def test_random_weight_rows_say_so_and_stay_out_of_every_table(random_run, capsy
 
 
 def test_the_report_leaves_random_rows_out_of_comparisons_and_the_leaderboard(random_run, tmp_path):
-    from harness.report import write_report
+    from harness.reporting.report import write_report
 
     folder = random_run[0]
     write_report(folder, tmp_path / "report")
@@ -225,9 +225,10 @@ def _overhead_csv(path: Path) -> Path:
 
 
 def test_the_report_puts_the_overhead_beside_the_papers_and_plots_trained_models_only(random_run, tmp_path):
-    from harness.overhead import accuracy_points, read_overhead
-    from harness.report import paper_model_names, write_report
-    from harness.store import read_records
+    from harness.reporting.overhead import accuracy_points, read_overhead
+    from harness.reporting.paper_cells import paper_model_names
+    from harness.reporting.report import write_report
+    from harness.records.store import read_records
 
     random_run = random_run[0]
     _overhead_csv(random_run)  # found under --results
@@ -246,7 +247,7 @@ def test_the_report_puts_the_overhead_beside_the_papers_and_plots_trained_models
 
 
 def test_without_measurements_the_report_says_how_to_make_them(tmp_path, monkeypatch):
-    from harness import overhead
+    from harness.reporting import overhead
 
     monkeypatch.setattr(overhead, "DEFAULT_DIR", tmp_path / "nowhere")
     made, missing = overhead.write_overhead(tmp_path, tmp_path / "out", pd.DataFrame(), {})
@@ -312,7 +313,7 @@ def test_a_model_stopped_during_its_batch_keeps_its_single_sample_latency():
 
 
 def test_the_report_shows_a_latency_whose_batch_was_cut_short(tmp_path):
-    from harness.overhead import overhead_table, read_overhead, read_paper
+    from harness.reporting.overhead import overhead_table, read_overhead, read_paper
 
     path = _overhead_csv(tmp_path)
     frame = pd.read_csv(path)
@@ -328,10 +329,10 @@ def test_the_report_shows_a_latency_whose_batch_was_cut_short(tmp_path):
 def test_the_accuracy_vs_cost_plot_leaves_out_rows_of_mixed_code(random_run):
     """As the tables and statistics do since #27: a model whose forecasting rows were computed by two
     versions of the code has no accuracy to plot; it is named with why."""
-    from harness.configurations import IDENTITY, parse_info
-    from harness.overhead import accuracy_points, read_overhead
-    from harness.report import paper_model_names
-    from harness.store import read_records
+    from harness.records.configurations import IDENTITY, parse_info
+    from harness.reporting.overhead import accuracy_points, read_overhead
+    from harness.reporting.paper_cells import paper_model_names
+    from harness.records.store import read_records
 
     folder = random_run[0]
     frame = read_records(folder / "records.csv")
@@ -353,7 +354,7 @@ def test_the_accuracy_vs_cost_plot_leaves_out_rows_of_mixed_code(random_run):
 def test_rows_without_a_batch_add_no_column_and_say_their_status_once(tmp_path):
     """A not-measured row first in the file (no batch size) made an empty 'batch -' column, and the limit's
     message repeated the status ('not measured: not measured: over 600 s')."""
-    from harness.overhead import overhead_table, read_overhead, read_paper
+    from harness.reporting.overhead import overhead_table, read_overhead, read_paper
 
     path = _overhead_csv(tmp_path)
     frame = pd.read_csv(path)

@@ -43,12 +43,44 @@ def test_remote_code_models_need_the_explicit_flag_then_weights(name, tmp_path, 
 
 def test_timer_declares_the_papers_two_windows():
     caps = get_spec("timer-base").model_capabilities()
-    assert caps.supports_window(96, 48) and caps.supports_window(128, 64) and not caps.supports_window(48, 24)
+    assert caps.supports_setting(96, 48) and caps.supports_setting(128, 64) and not caps.supports_setting(48, 24)
 
 
 def test_the_run_command_passes_the_flag_to_the_model_options():
-    from harness.runner import RunConfig, _model_options
+    from harness.run.runner import RunConfig, _model_options
 
     config = RunConfig(models=("timer-base",), weights=(("timer-base", "/w"),), trust_remote_code=("timer-base",))
     assert dict(_model_options(config, "timer-base")) == {"seed": 0, "weights": "/w", "trust_remote_code": True}
     assert "trust_remote_code" not in dict(_model_options(config, "last-value"))
+
+
+def test_the_model_spec_carries_what_the_harness_read_from_the_cards():
+    """Issue #28: the harness reads a model's paper name, native horizon and whether --weights may be a hub id
+    from its ModelSpec; it no longer reaches into ``baselines.foundation.CARDS``."""
+    from pathlib import Path
+
+    from harness.reporting.paper_cells import paper_model_names
+    from models.registry import all_specs
+
+    specs = all_specs()
+    assert CARDS
+    for name, card in CARDS.items():
+        spec = specs[name]
+        assert (spec.paper_name, spec.native_horizon, spec.hub_weights) == (card.paper_name, card.native_horizon, True)
+        assert paper_model_names()[name] == card.paper_name
+    assert not specs["last-value"].hub_weights and specs["last-value"].paper_name is None
+    harness = Path(__file__).resolve().parents[1] / "harness"
+    assert not [p for p in harness.rglob("*.py") if "CARDS" in p.read_text()]
+
+
+def test_weights_may_name_a_hub_repository_only_for_models_that_load_from_the_hub(tmp_path):
+    from harness.run.runner import _check_weights_path
+    from protocols.specs import SpecError
+
+    card = next(iter(CARDS))
+    _check_weights_path(card, "some-org/some-model")  # its library downloads it
+    _check_weights_path("soter", str(tmp_path))  # a folder that exists
+    with pytest.raises(SpecError, match="does not exist \\(and it is not a hub id ORG/REPO\\)$"):
+        _check_weights_path(card, "./not/here")
+    with pytest.raises(SpecError, match="some-org/some-model does not exist$"):
+        _check_weights_path("soter", "some-org/some-model")

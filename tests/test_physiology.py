@@ -129,18 +129,19 @@ def test_measures_a_dataset_cannot_take_are_unavailable_with_the_reason():
 
 
 def test_the_physiology_task_runs_end_to_end_with_tables_figure_and_rates(tmp_path):
-    from harness.cell_files import read_cell_file
+    from harness.records.cell_files import read_cell_file
     from harness.cli import main
-    from harness.runner import RunConfig, execute
-    from harness.store import read_records
+    from harness.run.runner import RunConfig, execute
+    from harness.records.store import read_records
     from protocols.datasets.folder import write_folder_dataset
 
     folder = tmp_path / "physio"
     write_folder_dataset(physio_dataset(), folder)
     out = tmp_path / "out"
     config = RunConfig(task="physiology", datasets=(str(folder),), models=("last-value", "seasonal-naive", "locf"),
-                       out=out, progress=False, missing_rates=(0.25,), max_windows_per_subject=2,
-                       physiology=PhysiologySpec(context_seconds=10, horizon_seconds=20, segment_seconds=20))
+                       out=out, progress=False,
+                       options={"rates": (0.25,), "max_windows_per_subject": 2, "physio_context": 10.0,
+                                "physio_horizon": 20.0, "physio_segment": 20.0})
     summary = execute(config, log=lambda m: None)
     frame = read_records(out / "records.csv")
     ok = frame[frame["status"] == "ok"]
@@ -167,7 +168,7 @@ def test_the_physiology_task_runs_end_to_end_with_tables_figure_and_rates(tmp_pa
 def test_figure_bars_of_a_source_are_centred_on_its_tick_without_gaps_for_absent_models():
     import pandas as pd
 
-    from harness.physiology_figure import bar_positions
+    from harness.reporting.physiology_figure import bar_positions
 
     here = pd.DataFrame({"model": ["soter", "locf", "seasonal-naive", "last-value"],
                          "source": ["missing=25%", "missing=25%", "forecast", "forecast"]})
@@ -184,7 +185,7 @@ def test_figure_bars_of_a_source_are_centred_on_its_tick_without_gaps_for_absent
 def test_a_model_without_any_rate_is_named_in_the_subject_breakdown_not_silently_left_out(tmp_path):
     import pandas as pd
 
-    from harness.breakdown import by_subject
+    from harness.reporting.breakdown import by_subject
 
     base = dict(task="physiology", dataset="d", setting="30s/20s", seed=0, status="ok", sse=0.0, model_info="",
                 rmse=np.nan, mae=np.nan, error="", details=json.dumps({"unit": "bpm", "pairs": 2, "truth_failed": 0}))

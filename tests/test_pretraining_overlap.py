@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.pretraining_marks import leaderboard_column, mark_table, read_declared_sources, record_declared_sources
-from harness.tables import Column, Entry, Table, render
+from harness.reporting.pretraining_marks import leaderboard_column, mark_table, read_declared_sources, record_declared_sources
+from harness.reporting.tables import Column, Entry, Table, render
 from models import pretraining
 from models.pretraining import (CHECKPOINTS, REGISTRY_FILE, STATUSES, RegistryError, checkpoint_entry, overlap,
                                 read_registry, registry)
@@ -254,8 +254,8 @@ def test_a_declared_source_database_reaches_the_tables_of_run_and_table(tmp_path
     assert "pre-training overlap no: last-value" in (out / "tables" / "forecasting.md").read_text()
     # a pre-trained model's rows on that dataset (the shipped SOTER, whose corpus holds record a103l):
     # `harness table` reads the declared source back and marks them
-    from harness.pretraining_marks import marked_task_tables
-    from harness.store import read_records
+    from harness.reporting.pretraining_marks import marked_task_tables
+    from harness.records.store import read_records
 
     frame = read_records(out / "records.csv")
     soter = frame.assign(model="soter", model_name="soter", model_info=json.dumps({"checkpoint": "soter-cpu-64"}))
@@ -283,8 +283,8 @@ def test_a_bad_source_database_is_one_clear_error(tmp_path, value):
 
 
 def test_the_report_lists_the_registry_and_the_leaderboard_shows_the_overlap(tmp_path):
-    from harness.report import write_report
-    from harness.stats_report import leaderboard
+    from harness.reporting.report import write_report
+    from harness.reporting.stats_report import leaderboard
     from tests.test_report import fixed_records
 
     frame = fixed_records()  # soter, last-value and tirex on MIT-BIH

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.progress import CostEstimate
-from harness.tables import TEXT_WIDTH, Column, Entry, Table, render
+from harness.run.progress import CostEstimate
+from harness.reporting.tables import TEXT_WIDTH, Column, Entry, Table, render
 
 
 def test_time_left_weights_cells_by_their_models_cost():
@@ -56,7 +56,7 @@ def test_text_tables_fit_100_columns_and_keep_every_cell():
 
 
 def test_two_cells_of_each_unmeasured_model_run_first_and_nothing_is_lost():
-    from harness.runner import _cost_probes_first
+    from harness.run.runner import _cost_probes_first
 
     class C:
         def __init__(self, model, i):

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from harness.cli import main
-from harness.stats_report import cell_windows, leaderboard
-from harness.store import read_records
+from harness.reporting.stats_report import cell_windows, leaderboard
+from harness.records.store import read_records
 from protocols import interface
 from protocols.datasets.folder import write_folder_dataset
 from protocols.metrics import quantile_loss
@@ -48,7 +48,7 @@ def test_crps_and_wql_reach_the_leaderboard_for_quantile_models_only(tmp_path: P
     write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), folder)
     out = tmp_path / "run"
     assert main(["run", "forecasting", "--dataset", str(folder), "--models", "test-quantile-last-value",
-                 "last-value", "seasonal-naive", "--windows", "48/24", "--max-windows-per-subject", "4",
+                 "last-value", "seasonal-naive", "--settings", "48/24", "--max-windows-per-subject", "4",
                  "--out", str(out), "--no-progress"]) == 0
     frame = read_records(out / "records.csv")
     by_model = frame.groupby("model")[["sse", "sae"]].sum()

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
-from harness.runner import RunConfig, execute, resolve_device
-from harness.store import read_records
+from harness.run.runner import RunConfig, execute, resolve_device
+from harness.records.store import read_records
 from protocols.datasets.folder import write_folder_dataset
 from protocols.specs import SpecError, Setting
 from tests.conftest import make_dataset
@@ -58,8 +58,8 @@ def test_ray_sweep_gives_exactly_the_records_of_a_serial_run(local_ray, folder, 
     assert local_ray.is_initialized()  # joined, not started: left running
     pd.testing.assert_frame_equal(_records(tmp_path / "serial"), _records(tmp_path / "ray"))
     again = execute(RunConfig(datasets=(str(folder),), models=("last-value", "drift", "seasonal-naive"),
-                              settings=(Setting(48, 24), Setting(72, 36)), out=tmp_path / "ray",
-                              max_windows_per_subject=4, progress=False, executor="ray"))
+                              options={"settings": (Setting(48, 24), Setting(72, 36)), "max_windows_per_subject": 4},
+                              out=tmp_path / "ray", progress=False, executor="ray"))
     assert again.planned == 3 * 2 * 3 and again.skipped_done == again.planned and again.ran == 0  # cached
 
 

@@ -52,8 +52,7 @@ def make_echo(seed: int = 0) -> Echo:
 def fresh_registry(monkeypatch):
     """The built-in registry, copied: what a test registers is gone afterwards."""
     all_specs()
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
-    monkeypatch.setattr(registry, "_SOURCES", dict(registry._SOURCES))
+    monkeypatch.setattr(registry, "_MODELS", registry._MODELS.copy())
 
 
 def test_a_class_registers_under_its_name_with_the_derived_factory(fresh_registry):
@@ -89,7 +88,7 @@ def test_a_local_class_is_refused_a_worker_could_not_import_it(fresh_registry):
 
     with pytest.raises(TypeError, match=r"Local is defined inside a function.*top level of a module"):
         register_model(description="x")(Local)
-    assert "test-local" not in registry._REGISTRY
+    assert "test-local" not in registry._MODELS
 
 
 def test_a_nested_class_resolves(fresh_registry):

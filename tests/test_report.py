@@ -9,10 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import paper
-from harness.report import compare, comparison_markdown, our_cells, write_report
-from harness.store import COLUMNS
-from harness.tables import render, task_tables
+from harness.reporting import paper
+from harness.reporting.paper_cells import our_cells
+from harness.reporting.report import compare, comparison_markdown, write_report
+from harness.records.store import COLUMNS
+from harness.reporting.tables import render, task_tables
 
 FIXTURES = Path(__file__).parent / "fixtures" / "report"
 TEX = Path(__file__).resolve().parents[2] / "shared" / "paper" / "soter-paper.tex"
@@ -107,7 +108,7 @@ def test_report_never_crashes_and_lists_what_it_could_not_produce(tmp_path):
     report = write_report(results, tmp_path / "out").path.read_text()
     assert "tab:main_results: 2 of 252 cells compared" in report  # SOTER's RMSE and MAE on MIT-BIH
     assert "tab:ablation: needs the ablation study" in report
-    assert "figure: gate similarity: run `python -m harness.gates --out RESULTS/figures`" in report
+    assert "figure: gate similarity: run `python -m harness.studies.gates --out RESULTS/figures`" in report
     assert (tmp_path / "out" / "tables" / "forecasting.tex").is_file()
     empty = tmp_path / "empty"
     empty.mkdir()

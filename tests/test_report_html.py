@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.report import write_report
-from harness.report_html import markdown_to_html
+from harness.reporting.report import write_report
+from harness.reporting.report_html import markdown_to_html
 from tests.test_report import fixed_records, imputation_records
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -45,6 +45,18 @@ def test_the_html_report_holds_everything_and_needs_no_other_file(report):
     for what, _ in report.missing:
         assert what.split(":")[0] in page
     assert "tab:ablation" in page and "needs the ablation study" in page  # what was not produced, and why
+
+
+def test_the_html_report_holds_the_pre_training_overlap_registry_as_report_md_does(report):
+    """Before, REPORT.md ended with the overlap registry (issue #35) and report.html left it out."""
+    from models.pretraining import registry
+
+    page = report.html.read_text()
+    assert "## Pre-training overlap" in report.path.read_text()
+    assert "Pre-training overlap</h" in page
+    reg = registry()
+    for key in [k for k, e in reg.entries.items() if not e.generated] + list(reg.checkpoints):
+        assert f"<td>{key}</td>" in page  # each row of the registry
 
 
 def test_markdown_tables_keep_escaped_bars_and_the_best_marks():

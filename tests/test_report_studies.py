@@ -15,12 +15,14 @@ import pandas as pd
 import pytest
 
 from baselines.testing import toy_dataset
-from harness import paper
-from harness.report import AUTHORS_LABEL, compare, read_study, study_cells, write_report
-from harness.store import COLUMNS
+from harness.reporting import paper
+from harness.reporting.paper_cells import AUTHORS_LABEL
+from harness.reporting.report import compare, write_report
+from harness.reporting.study_tables import read_study, study_cells
+from harness.records.store import COLUMNS
 from models.soter.training.config import TrainConfig
 from models.soter.training.corpus import synthetic_stream, write_dataset
-from harness.studies import (ABLATION, evaluate, evaluate_corpus_matched, evaluate_exposure,
+from harness.studies.runners import (ABLATION, evaluate, evaluate_corpus_matched, evaluate_exposure,
                                            evaluate_sensitivity, train, train_corpus_matched)
 from protocols.datasets.folder import write_folder_dataset
 
@@ -220,7 +222,7 @@ def test_the_authors_checkpoint_is_compared_with_the_papers_soter_rows(tmp_path)
 def test_a_sensitivity_variant_trains_with_its_own_solver_whatever_solver_is_given(tmp_path):
     """`--solver rk4` (handy for the other studies) must not turn the grid's dopri5 runs into rk4 runs:
     the trainer applies ``TrainConfig.solver`` after the variant's model config."""
-    from harness.studies import variant_configs
+    from harness.studies.runners import variant_configs
 
     base = TrainConfig(model="soter-tiny", out=str(tmp_path), solver="rk4")
     for name, solver in (("loop-dopri5-1e-04", "dopri5"), ("parallel-rk4", "rk4"), ("full", "rk4")):

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
-from harness.runner import RunConfig, execute
-from harness.store import read_records
+from harness.run.runner import RunConfig, execute
+from harness.records.store import read_records
 from protocols.datasets.folder import write_folder_dataset
 from protocols.specs import Setting
 from tests.conftest import make_dataset
@@ -25,9 +25,8 @@ METRIC_COLS = ["key", "status", "rmse", "mae", "sse", "sae", "n_points", "n_wind
 
 
 def _config(folder, out, models=("last-value", "window-mean"), **kw) -> RunConfig:
-    kw.setdefault("settings", (Setting(48, 24), Setting(72, 36)))
-    return RunConfig(datasets=(str(folder),), models=tuple(models), out=out,
-                     max_windows_per_subject=4, progress=False, **kw)
+    options = {"settings": (Setting(48, 24), Setting(72, 36)), "max_windows_per_subject": 4}
+    return RunConfig(datasets=(str(folder),), models=tuple(models), out=out, options=options, progress=False, **kw)
 
 
 def _metrics(path: Path) -> pd.DataFrame:

@@ -9,7 +9,7 @@ pytest.importorskip("chronos", reason="chronos-forecasting not installed (extra 
 
 import torch  # noqa: E402
 
-from baselines.scratch.chronos2 import ScratchConfig, ScratchTrainer  # noqa: E402
+from harness.studies.chronos2_scratch import ScratchConfig, ScratchTrainer  # noqa: E402
 from models.registry import get_spec  # noqa: E402
 from models.soter.training.corpus import synthetic_stream, write_dataset  # noqa: E402
 from protocols.interface import SeriesBatch, forecast  # noqa: E402

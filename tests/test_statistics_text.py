@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from harness.stats_report import _text, significance_grid
+from harness.reporting.stats_report import _text, significance_grid
 
 
 def _sig(settings, datasets=("b-data", "a-data")) -> pd.DataFrame:

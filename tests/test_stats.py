@@ -1,4 +1,4 @@
-"""harness.stats against values computed by hand on tiny constructed inputs."""
+"""harness.reporting.stats against values computed by hand on tiny constructed inputs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from harness.stats import (
+from harness.reporting.stats import (
     BootstrapCI,
     _block_bootstrap,
     block_bootstrap_ci,
@@ -237,7 +237,7 @@ def test_plot_cd_diagram_writes_png_and_pdf(tmp_path):
 _CD_SCRIPT = """
 import sys
 import numpy as np, pandas as pd
-from harness.stats import plot_cd_diagram, rank_summary
+from harness.reporting.stats import plot_cd_diagram, rank_summary
 rng = np.random.default_rng(0)
 # six models in one block of near-ties: one crossbar through all of them (a set of six names)
 scores = pd.DataFrame(rng.normal(size=(8, 6)) * 0.01 + np.arange(6) * 0.002,

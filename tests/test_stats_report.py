@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import stats_report
+from harness.reporting import stats_report
 from harness.cli import main
-from harness.store import RecordStore, read_records, row_key
-from harness.window_store import read_window_errors, write_window_errors
+from harness.records.store import RecordStore, read_records, row_key
+from harness.records.window_store import read_window_errors, write_window_errors
 
 ERRORS = {"A": [1.0] * 8, "B": [4.0] + [1.0] * 7, "seasonal-naive": [2.0, 3, 4, 5, 6, 7, 8, 9],
           "E": [2.0, 3, 4, 5, 6, 7, 8, 9], "C": [10.0 + i for i in range(8)]}

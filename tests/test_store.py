@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.store import COLUMNS, KEY_FIELDS, RecordStore, RecordStoreError, row_key
+from harness.records.store import COLUMNS, KEY_FIELDS, RecordStore, RecordStoreError, row_key
 
 
 def _row(fold="S01", status="ok", rmse=0.5):
@@ -64,7 +64,7 @@ def test_key_depends_on_every_key_field():
 
 def test_tables_read_one_row_per_cell_the_latest_of_any_weights(tmp_path):
     """A cell run with weights A, then with weights B, has two keys; tables must not pool them."""
-    from harness.store import read_records
+    from harness.records.store import read_records
 
     path = tmp_path / "records.csv"
     store = RecordStore(path)

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.runner import execute
-from harness.window_store import read_window_errors
+from harness.run.runner import execute
+from harness.records.window_store import read_window_errors
 from tests.test_task_records_compat import FIXTURE, RUNS, _config
 
 GOLDEN = Path(__file__).parent / "fixtures" / "stress_defaults" / "window_errors.json"

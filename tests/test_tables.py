@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.store import COLUMNS, rows_to_frame
-from harness.tables import pooled, render
+from harness.records.store import COLUMNS, rows_to_frame
+from harness.reporting.tables import pooled, render
 from harness.tasks.forecasting import TASK as FORECASTING
 
 forecasting_table = FORECASTING.table
@@ -70,3 +70,17 @@ def test_all_unavailable_model_is_labelled():
     frame.loc[frame.model == "B", "status"] = "unavailable"
     table = forecasting_table(frame, models=["A", "B"])
     assert "| B | unavailable | unavailable |" in render(table, "markdown")
+
+
+def test_entries_showing_the_same_number_share_their_rank_whatever_the_row_order():
+    """Before, a tie was broken by row order: of two models both showing 18.94, the first was bold and the
+    second underlined, as though it were worse."""
+    from harness.reporting.tables import Column, Entry, Table
+
+    col = Column("bidmc", "RMSE")
+    values = {"a": 0.18941, "b": 0.18938, "c": 0.2, "d": 0.3}  # a and b both show 18.94 (x100)
+    for order in (("a", "b", "c", "d"), ("d", "c", "b", "a")):
+        table = Table("t", (col,), order, {(m, col): Entry(v * 100, np.nan, 1, 1, "ok") for m, v in values.items()})
+        rows = {line.split("|")[1].strip(): line.split("|")[2].strip()
+                for line in render(table, "markdown").splitlines()[4:]}
+        assert rows == {"a": "**18.94**", "b": "**18.94**", "c": "<u>20.00</u>", "d": "30.00"}

@@ -11,18 +11,18 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.runner import RunConfig, execute, plan
-from harness.store import read_records
+from harness.run.runner import RunConfig, execute, plan
+from harness.records.store import random_weight_rows, read_records
 from protocols.datasets.folder import write_folder_dataset
 from protocols.specs import Setting
 from tests.conftest import make_dataset
 
 FIXTURE = Path(__file__).parent / "fixtures" / "records_v1"
-RUNS = {  # as the fixture was made
-    "forecasting": dict(models=("last-value", "window-mean"), settings=(Setting(48, 24),)),
-    "noise": dict(models=("last-value",), settings=(Setting(48, 24),), noise_levels=(0.0, 0.1)),
-    "imputation": dict(models=("locf",), missing_rates=(0.25,), seeds=(0, 1), segment_length=32),
-    "classification": dict(models=("stat-features", "random"), budgets=(0.5, 1.0), seeds=(0,), segment_length=32),
+RUNS = {  # as the fixture was made: (RunConfig fields, the task's options)
+    "forecasting": (dict(models=("last-value", "window-mean")), dict(settings=(Setting(48, 24),))),
+    "noise": (dict(models=("last-value",)), dict(settings=(Setting(48, 24),), levels=(0.0, 0.1))),
+    "imputation": (dict(models=("locf",), seeds=(0, 1)), dict(rates=(0.25,), segment_length=32)),
+    "classification": (dict(models=("stat-features", "random"), seeds=(0,)), dict(budgets=(0.5, 1.0), segment_length=32)),
 }
 
 
@@ -37,8 +37,9 @@ def previous(tmp_path) -> tuple[Path, Path]:
 
 
 def _config(task: str, folder: Path, out: Path) -> RunConfig:
-    return RunConfig(task=task, datasets=(str(folder),), out=out, max_windows_per_subject=4, progress=False,
-                     **RUNS[task])
+    fields, options = RUNS[task]
+    return RunConfig(task=task, datasets=(str(folder),), out=out, options={"max_windows_per_subject": 4, **options},
+                     progress=False, **fields)
 
 
 @pytest.mark.parametrize("task", list(RUNS))
@@ -46,6 +47,20 @@ def test_keys_are_those_of_the_previous_version(previous, task):
     folder, out = previous
     cells, _ = plan(_config(task, folder, out))
     assert sorted(str(fields["key"]) for _, fields in cells) == json.loads((FIXTURE / "keys.json").read_text())[task]
+
+
+@pytest.mark.parametrize("task, point_type", [("forecasting", Setting), ("noise", Setting), ("imputation", int),
+                                              ("classification", int)])
+def test_a_cell_carries_its_point_typed_and_the_records_its_name(previous, task, point_type):
+    """Issue #28: the task reads its setting back from the cell as the object its points() gave, not a string to
+    parse; the records' setting (and so the key, above) is its name, as before."""
+    from harness.run.cells import Cell
+
+    folder, out = previous
+    cells, _ = plan(_config(task, folder, out))
+    assert cells and all(isinstance(c.point, point_type) for c, _ in cells)
+    assert all(f["setting"] == c.setting == (c.point.name if point_type is Setting else str(c.point)) for c, f in cells)
+    assert Cell("mean-level", "toy", "S00", "32/8", "last-value", 0, None).point == "32/8"  # a task giving strings
 
 
 @pytest.mark.parametrize("task", list(RUNS))
@@ -63,7 +78,7 @@ def test_previous_records_render_their_tables(previous, task, capsys):
     assert set(frame["task"]) == set(RUNS)
     assert main(["table", task, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    models = [m for m in RUNS[task]["models"]]
+    models = [m for m in RUNS[task][0]["models"]]
     assert all(m in printed for m in models)
     assert any((out / "tables").glob("*.md"))
 
@@ -89,22 +104,24 @@ def test_an_old_records_file_loads_with_setting_filled_from_its_window_column(pr
 
 
 def test_keys_hash_the_setting_under_its_old_name():
-    from harness.store import row_key
+    import hashlib
+
+    from harness.records.keys import row_key
 
     fields = dict(task="forecasting", dataset="toy", fold="S00", condition="clean", model="last-value", seed=0,
                   protocol="p")
-    assert row_key(setting="48/24", **fields) == row_key(window="48/24", **fields)
+    text = "task=forecasting|dataset=toy|fold=S00|window=48/24|condition=clean|model=last-value|seed=0|protocol=p"
+    assert row_key(setting="48/24", **fields) == hashlib.sha1(text.encode()).hexdigest()[:16]
     assert row_key("abc", setting="48/24", **fields) != row_key(setting="48/24", **fields)
 
 
-@pytest.mark.parametrize("flag", ["--settings", "--windows"])
-def test_a_run_into_an_old_records_file_keeps_every_old_row(previous, flag, capsys):
+def test_a_run_into_an_old_records_file_keeps_every_old_row(previous, capsys):
     """One setting already done (the fixture's 48/24) and one new (32/8): the old rows are neither lost nor
     recomputed, the new ones are appended under the old header, and the file reads afterwards."""
     folder, out = previous
     before = (out / "records.csv").read_bytes()
     old = read_records(out / "records.csv")
-    argv = ["run", "forecasting", "--dataset", str(folder), "--models", "last-value", "window-mean", flag, "48/24",
+    argv = ["run", "forecasting", "--dataset", str(folder), "--models", "last-value", "window-mean", "--settings", "48/24",
             "32/8", "--max-windows-per-subject", "4", "--out", str(out), "--no-progress"]
     assert main(argv) == 0
     printed = capsys.readouterr().out
@@ -123,7 +140,7 @@ def test_a_run_into_an_old_records_file_keeps_every_old_row(previous, flag, caps
 
 
 def test_repair_leaves_a_valid_old_records_file_alone(previous):
-    from harness.store import repair_store
+    from harness.records.store import repair_store
 
     _, out = previous
     before = (out / "records.csv").read_bytes()
@@ -136,7 +153,7 @@ def test_an_old_study_file_with_a_window_column_reads(tmp_path):
     those written before the rename have a "window" column."""
     import pandas as pd
 
-    from harness.report import read_study, study_table
+    from harness.reporting.study_tables import read_study, study_table
 
     frame = pd.read_csv(FIXTURE / "records.csv", dtype=str)
     frame = frame[frame["task"] == "forecasting"].assign(variant="full", variant_label="SOTER (full)")
@@ -150,34 +167,32 @@ def test_an_old_study_file_with_a_window_column_reads(tmp_path):
 
 @pytest.mark.parametrize("path", sorted(Path(__file__).parents[1].glob("results/**/records.csv")))
 def test_committed_records_still_read(path):
-    from harness.store import random_weight_rows
-
     # a folder of random-weight runs (#29: speed and shape only) has no row for a table, by design
     frame = read_records(path)
-    if not len(frame):
+    if frame.empty:  # rows made with random weights only (results/published-sizes, issue #29): tables leave them out
         frame = random_weight_rows(path)
     assert len(frame) and frame["setting"].ne("").all()
 
 
-def test_user_code_with_the_earlier_names_still_works():
-    """WindowSpec, PAPER_WINDOWS, windows= / .windows, points_per_window, Cell.window and Capabilities(windows=)
-    are deprecated names of Setting, PAPER_SETTINGS, settings, points_per_segment and Capabilities(settings=)."""
-    from harness.cells import Cell
+def test_the_earlier_names_are_gone():
+    """Issue #28 removed the deprecated names of issue #17 (WindowSpec, PAPER_WINDOWS, windows= / .windows,
+    points_per_window, Cell.window, Capabilities(windows=) / supports_window, window_capable, models.interface, the
+    flags --windows and --window):
+    each thing has one name. Records keep theirs: a file whose column is called window still reads (above)."""
+    from harness.run.cells import Cell
+    from harness.tasks import forecasting
+    from protocols import specs
     from protocols.interface import Capabilities
-    from protocols.specs import (PAPER_SETTINGS, PAPER_WINDOWS, ForecastingSpec, ImputationSpec, NoiseSpec,
-                                 WindowSpec)
+    from protocols.specs import ForecastingSpec, ImputationSpec
 
-    assert WindowSpec is Setting and PAPER_WINDOWS is PAPER_SETTINGS
-    old = ForecastingSpec(windows=(WindowSpec(48, 24),))
-    assert old == ForecastingSpec(settings=(Setting(48, 24),)) and old.windows == old.settings
-    assert NoiseSpec(windows=(Setting(48, 24),)).settings == (Setting(48, 24),)
-    imputation = ImputationSpec(points_per_window=3)
-    assert imputation.points_per_segment == imputation.points_per_window == 3
-    cell = Cell("forecasting", "toy", "S00", "48/24", "last-value", 0, old)
-    assert cell.window == cell.setting == "48/24"
-    caps = Capabilities(windows=((96, 48),))
-    assert caps == Capabilities(settings=((96, 48),)) and caps.supports_window(96, 48)
-    assert not caps.supports_setting(48, 24)
+    assert not hasattr(specs, "WindowSpec") and not hasattr(specs, "PAPER_WINDOWS")
+    for make in (lambda: ForecastingSpec(windows=(Setting(48, 24),)), lambda: ImputationSpec(points_per_window=3),
+                 lambda: Capabilities(windows=((96, 48),))):
+        with pytest.raises(TypeError, match="unexpected keyword argument"):
+            make()
+    assert not hasattr(ForecastingSpec(), "windows") and not hasattr(Capabilities, "supports_window")
+    assert not hasattr(Cell, "window") and not hasattr(forecasting, "window_capable")
+    assert not (Path(__file__).parents[1] / "models" / "interface.py").exists()  # the module alias
 
 
 def test_fingerprints_are_those_of_the_previous_version():

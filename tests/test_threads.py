@@ -13,13 +13,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = """
 import sys, numba, torch  # imported before the run, as SOTER's modules import them
-from harness.runner import RunConfig, execute
+from harness.run.runner import RunConfig, execute
 from protocols.datasets.folder import write_folder_dataset
 from tests.conftest import make_dataset
 folder, out = sys.argv[1], sys.argv[2]
 write_folder_dataset(make_dataset(n_subjects=3, n_samples=200), folder)
 execute(RunConfig(datasets=(folder,), models=("last-value",), out=out, progress=False,
-                  max_windows_per_subject=1, settings=None), log=lambda m: None)
+                  options={"max_windows_per_subject": 1}), log=lambda m: None)
 print(torch.get_num_threads(), numba.get_num_threads())
 """
 

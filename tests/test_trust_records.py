@@ -20,8 +20,8 @@ import pytest
 from safetensors.torch import load_file, save_file
 
 from harness.cli import main
-from harness.runner import RunConfig, execute
-from harness.store import COLUMNS, RecordStore, RecordStoreError, read_records, row_key
+from harness.run.runner import RunConfig, execute
+from harness.records.store import COLUMNS, RecordStore, RecordStoreError, read_records, row_key
 from models.soter.registration import SHIPPED
 from protocols.specs import Setting
 
@@ -30,9 +30,9 @@ METRICS = ["key", "status", "rmse", "mae", "sse", "sae", "n_points", "n_windows"
 
 
 def _run(folder: Path, out: Path, models=("last-value",), **kw) -> object:
-    kw.setdefault("settings", (Setting(48, 24),))
-    return execute(RunConfig(datasets=(str(folder),), models=tuple(models), out=out, max_windows_per_subject=2,
-                             progress=False, **kw), log=lambda m: None)
+    options = {"settings": (Setting(48, 24),), "max_windows_per_subject": 2}
+    return execute(RunConfig(datasets=(str(folder),), models=tuple(models), out=out, options=options, progress=False,
+                             **kw), log=lambda m: None)
 
 
 def _metrics(path: Path) -> pd.DataFrame:
@@ -279,6 +279,7 @@ def test_a_full_disk_while_writing_per_window_errors_stops_cleanly_and_resumes(f
     full = _cli(*args, limit=1200)  # the records' header fits; a cell's per-window file does not
     assert full.returncode != 0 and "Traceback" not in full.stderr
     errors = [line for line in full.stderr.splitlines() if line.startswith("error:")]
+    # the per-window errors and a task's other arrays (issue #31) are written together, before the row
     assert len(errors) == 1 and "could not write a cell's arrays" in errors[0] and "File too large" in errors[0]
     RecordStore(out / "records.csv", readonly=True)  # intact
     assert not list((out / "window_errors").glob("*.tmp"))

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import stats_report
+from harness.reporting import stats_report
 from harness.cli import main
-from harness.report import write_report
-from harness.store import RecordStore, read_records, row_key
-from harness.tables import render, task_tables
+from harness.reporting.report import write_report
+from harness.records.store import RecordStore, read_records, row_key
+from harness.reporting.tables import render, task_tables
 from harness.tasks.forecasting import TASK as FORECASTING
 from models.soter.config import preset
 from models.soter.io import save_pretrained
@@ -224,4 +224,4 @@ def test_the_reports_reason_for_a_missing_gate_figure_is_current(tmp_path):
     _write(store, "last-value", "S1", "48/24", 1.0)
     report = write_report(tmp_path, tmp_path / "report")
     reason = dict(report.missing)["figure: gate similarity"]
-    assert "needs a trained SOTER" not in reason and "python -m harness.gates --out" in reason
+    assert "needs a trained SOTER" not in reason and "python -m harness.studies.gates --out" in reason

@@ -109,7 +109,7 @@ def test_a_tiny_upstream_model_runs_through_the_harness_and_its_rows_stay_out_of
     import pandas as pd
 
     from harness.cli import main
-    from harness.store import random_weight_rows, read_records
+    from harness.records.store import random_weight_rows, read_records
 
     folder = tmp_path / "tiny-timemoe"
     _tiny_remote("timemoe-base", folder)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from harness.runner import RunConfig, execute
-from harness.store import row_key
+from harness.run.runner import RunConfig, execute
+from harness.records.store import row_key
 from models.registry import get_spec, weights_digest
 from models.soter.config import preset
 from models.soter.io import save_pretrained, write_checksums
@@ -53,8 +53,8 @@ def test_models_without_weights_keep_their_keys():
 def test_swapped_weights_recompute_instead_of_reusing(tmp_path):
     a, b = _checkpoint(tmp_path / "A", 0), _checkpoint(tmp_path / "B", 1)
     out = tmp_path / "run"
-    common = dict(models=("soter",), settings=(Setting(48, 24),), out=out, progress=False,
-                  max_windows_per_subject=2)
+    common = dict(models=("soter",), options={"settings": (Setting(48, 24),), "max_windows_per_subject": 2}, out=out,
+                  progress=False)
     first = execute(RunConfig(weights=(("soter", str(a)),), **common), log=lambda m: None)
     again = execute(RunConfig(weights=(("soter", str(a)),), **common), log=lambda m: None)
     other = execute(RunConfig(weights=(("soter", str(b)),), **common), log=lambda m: None)

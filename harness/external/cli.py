@@ -51,13 +51,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from harness.external.export import export_windows
-    from harness.runner import RunConfig
+    from harness.external.units import task_options
+    from harness.run.runner import RunConfig
 
-    config = RunConfig(task=args.task, datasets=tuple(args.dataset),
-                       settings=tuple(Setting.parse(s) for s in args.settings) if args.settings else None,
+    options = task_options(args.task, {
+        "settings": tuple(Setting.parse(s) for s in args.settings) if args.settings else None,
+        "max_windows_per_subject": args.max_windows_per_subject, "segment_length": args.segment_length,
+        "levels": tuple(args.levels), "rates": tuple(r / 100 for r in args.rates)})
+    config = RunConfig(task=args.task, datasets=tuple(args.dataset), options=options,
                        seeds=tuple(args.seeds) if args.seeds else None,
-                       max_windows_per_subject=args.max_windows_per_subject, segment_length=args.segment_length,
-                       noise_levels=tuple(args.levels), missing_rates=tuple(r / 100 for r in args.rates),
                        data_root=args.data_root, device="cpu", progress=False)
     manifest = export_windows(config, args.out)
     rows = sum(u.rows for u in manifest.units)

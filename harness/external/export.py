@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.cells import WINDOW_ERRORS, Cell, cached_dataset
+from harness.run.cells import WINDOW_ERRORS, Cell, cached_dataset
 from harness.external.layout import KINDS, Manifest, Unit, write_unit
 from harness.external.replay import Calls, Capture
 from harness.external.units import config_fields, plan_units
-from harness.runner import RunConfig
+from harness.run.runner import RunConfig
 from protocols.data import Dataset
 from protocols.imputation import build_task, impute_queries
 from protocols.interface import QUANTILE_LEVELS

@@ -18,18 +18,18 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.cells import WINDOW_ERRORS, cached_dataset
-from harness.code_identity import code_digest
-from harness.configurations import SCORED, with_identity
+from harness.run.cells import WINDOW_ERRORS, cached_dataset
+from harness.records.code_identity import code_digest
+from harness.records.configurations import SCORED, with_identity
 from harness.external.layout import (
     FINGERPRINT, QUANTILES, ExportFormatError, Manifest, Unit, file_digest, load_npz, read_manifest, read_unit,
 )
 from harness.external.replay import Replay
 from harness.external.units import plan_units, run_config
-from harness.runner import RECORDS_FILE, _now, code_version
-from harness.store import RecordStore, row_key
-from harness.cell_files import CELL_FILES, write_cell_files
-from harness.window_store import write_window_errors
+from harness.run.runner import RECORDS_FILE, _now, code_version
+from harness.records.store import RecordStore, row_key
+from harness.records.window_store import write_window_errors
+from harness.records.cell_files import CELL_FILES, write_cell_files
 from protocols.interface import QUANTILE_LEVELS
 
 SOURCE = SCORED  # model_info's mark of a row scored from a file (and its identity's)
@@ -88,14 +88,14 @@ def score_predictions(windows: Path, predictions: Path, model: str, out: Path,
     counts: dict[str, int] = {}
     for key, row in results:
         write_window_errors(Path(out), key, row.pop(WINDOW_ERRORS, None))  # before its row, as a run does
-        write_cell_files(Path(out), key, row.pop(CELL_FILES, None))  # the task's other arrays (masks, ...)
+        write_cell_files(Path(out), key, row.pop(CELL_FILES, None))  # a task's other arrays (harness.records.cell_files)
         store.write(row)
         counts[str(row["status"])] = counts.get(str(row["status"]), 0) + 1
     return ScoreSummary(store.path, len(results), counts, digest)
 
 
 def cell_task(name: str):
-    from harness.task_registry import get_task
+    from harness.registry.tasks import get_task
 
     return get_task(name)
 

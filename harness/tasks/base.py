@@ -8,11 +8,14 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from harness.registry.metrics import MAE, RMSE, Metric
+from harness.registry.options import Option
+
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-    from harness.cells import Cell
-    from harness.tables import Table
+    from harness.run.cells import Cell
+    from harness.reporting.tables import Table
     from protocols.data import Dataset
     from protocols.interface import Model
 
@@ -31,16 +34,21 @@ class Task:
     horizon_curves: bool = False  # statistics: draw the error by horizon step
     model_free: tuple[str, ...] = ()  # pseudo-models run without loading a model (classification's random)
     figure: str | None = None  # what the task's figure shows (report's list); None: the task draws none
+    options: tuple[Option, ...] = ()  # its flags of `run` (harness.registry.options); spec() gets their values
+    metrics: tuple[Metric, ...] = ()  # the numbers its rows hold (harness.registry.metrics): evaluate() returns them
 
     # -- planning ---------------------------------------------------------------------------
-    def spec(self, config: Any, seed: int) -> Any:
-        """The task's spec (anything with ``fingerprint()``) for one seed of a RunConfig; raise
-        ``protocols.specs.SpecError`` for a bad parameter (checked when the RunConfig is made)."""
+    def spec(self, options: Any, seed: int) -> Any:
+        """The task's spec (anything with ``fingerprint()``) for one seed, from its options (a frozen
+        dataclass with a field per entry of :attr:`options`: the value given, else the option's default);
+        raise ``protocols.specs.SpecError`` for a bad value (checked when the RunConfig is made)."""
         raise NotImplementedError
 
-    def points(self, spec: Any) -> list[tuple[str, str, float | None]]:
+    def points(self, spec: Any) -> list[tuple[Any, str, float | None]]:
         """The (setting, condition, level) combinations of a spec: one cell per point, fold, model and seed.
-        The setting is a string: "C/H" (context/horizon) for forecasting-type tasks, else e.g. a segment length."""
+        The setting is typed: a ``protocols.specs.Setting`` (context/horizon) for forecasting-type tasks, else e.g.
+        a segment length (an int) or a string; the cell carries it as ``cell.point``, and the records its name
+        (``harness.run.cells.setting_name``: "96/48", "96")."""
         raise NotImplementedError
 
     def folds(self, dataset: Dataset) -> list[str]:
@@ -85,7 +93,7 @@ class Task:
         """The task's numbers as cells of the paper's tables (``harness report`` compares them with the
         paper's): one row per cell with :data:`PAPER_CELL_COLUMNS` (``table``: the paper's label,
         ``tab:...``; ``metric`` and ``condition`` as the paper's transcription names them; ``ours`` and
-        ``ours_std`` x ``harness.tables.SCALE``; rows with no number give ``status`` and ``reason``), from a
+        ``ours_std`` x ``harness.reporting.tables.SCALE``; rows with no number give ``status`` and ``reason``), from a
         records frame (all tasks' rows).  Models and datasets keep the records' names: the report puts
         the paper's on them; ``paper_dataset`` gives the paper's name of a dataset, for a name a task makes
         of several (classification's average column).  Default: none (the paper has no table of the task)."""
@@ -96,9 +104,10 @@ class Task:
 
 
 class ErrorTask(Task):
-    """Tasks scored by RMSE and MAE, folds pooled exactly (``harness.tables.pooled``); a table cell is
+    """Tasks scored by RMSE and MAE, folds pooled exactly (``harness.reporting.tables.pooled``); a table cell is
     the mean and std over :attr:`replicates`."""
 
+    metrics = (RMSE, MAE)
     replicates: tuple[str, ...] = ("seed",)  # record columns whose values are the replicates
     replicate_words: str = "seeds"  # the replicates in words (notes on incomplete cells)
     title: str = ""  # caption start of a condition table
@@ -125,7 +134,7 @@ class ErrorTask(Task):
         return [(f, rows[names == f]) for f in sorted(set(names), key=lambda f: (f != "", f))]
 
     def tables(self, frame, models=None, datasets=None):
-        from harness.tables import file_stem, condition_tables
+        from harness.reporting.tables import file_stem, condition_tables
 
         out = []
         for family, rows in self.families(frame) or [("", frame)]:
@@ -134,7 +143,7 @@ class ErrorTask(Task):
         return out
 
     def figures(self, frame, out_dir):
-        from harness.figures import error_panels, save_figure
+        from harness.reporting.figures import error_panels, save_figure
 
         if not self.figure_metrics:
             return []
@@ -148,7 +157,7 @@ class ErrorTask(Task):
     def error_row(self, cell: Cell, out: Any, extra: dict[str, object] | None = None) -> dict[str, object]:
         """The row of a protocol result with ``errors`` (``protocols.metrics``), ``n_windows``,
         ``skipped_missing``, ``short_recordings`` and, where kept, per-window ``windows``."""
-        from harness.cells import WINDOW_ERRORS
+        from harness.run.cells import WINDOW_ERRORS
 
         extra = extra or {}
         e = out.errors
@@ -184,9 +193,9 @@ def family_stem(family: str) -> str:
 
 
 def add_cell_files(row: dict[str, object], **arrays: Any) -> None:
-    """Put arrays a cell keeps beside its row (``harness.cell_files``: folder -> object with ``arrays()``)
+    """Put arrays a cell keeps beside its row (``harness.records.cell_files``: folder -> object with ``arrays()``)
     into ``row``; None values are left out."""
-    from harness.cell_files import CELL_FILES
+    from harness.records.cell_files import CELL_FILES
 
     files = {folder: value.arrays() for folder, value in arrays.items() if value is not None}
     if files:

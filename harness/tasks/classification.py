@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 
+from harness.registry.metrics import MACRO_AUROC, MACRO_F1
+from harness.registry.options import LABEL_BUDGETS_OPTION, MAX_WINDOWS_PER_SUBJECT, SEGMENT_LENGTH, given
 from harness.tasks.base import Task, add_cell_files, cells_frame, details, paper_cell
 from harness.tasks.imputation import segment_options
 from protocols.classification import (RANDOM_BASELINE, check_classifiable, evaluate_classification,
@@ -20,12 +22,14 @@ class Classification(Task):
     default_seeds = RUN_SEEDS
     model_free = (RANDOM_BASELINE,)
     figure = "label efficiency"
+    options = (LABEL_BUDGETS_OPTION, SEGMENT_LENGTH, MAX_WINDOWS_PER_SUBJECT)
+    metrics = (MACRO_F1, MACRO_AUROC)
 
-    def spec(self, config, seed):
-        return ClassificationSpec(budgets=config.budgets, **segment_options(config))
+    def spec(self, options, seed):
+        return ClassificationSpec(**given(budgets=options.budgets), **segment_options(options))
 
     def points(self, spec):
-        return [(str(spec.length), f"budget={b * 100:g}%", b) for b in spec.budgets]
+        return [(spec.length, f"budget={b * 100:g}%", b) for b in spec.budgets]
 
     def folds(self, dataset):
         check_classifiable(dataset)
@@ -35,7 +39,7 @@ class Classification(Task):
         return None if model.capabilities.embed else f"{cell.model} has no embed capability"
 
     def evaluate(self, cell, dataset, model):
-        from harness.cells import embeddings_of
+        from harness.run.embeddings import embeddings_of
 
         spec: ClassificationSpec = cell.spec
         embeddings = None
@@ -45,14 +49,14 @@ class Classification(Task):
         out = evaluate_classification(dataset, spec, cell.level, cell.seed, embeddings)
         row = {"status": "ok", "macro_f1": out.macro_f1, "macro_auroc": out.macro_auroc,
                "n_windows": out.n_windows, "details": details(notes=list(out.notes)), "model_info": ""}
-        add_cell_files(row, predictions=out.predictions)  # per-subject scores (harness.breakdown)
+        add_cell_files(row, predictions=out.predictions)  # per-subject scores (harness.reporting.breakdown)
         return row
 
     # -- tables --------------------------------------------------------------------------------
     def tables(self, frame, models=None, datasets=None):
         """The table at the full label budget (or the largest recorded) and, with two or more budgets, a
         label-efficiency table per dataset."""
-        from harness.tables import file_stem, conditions
+        from harness.reporting.tables import file_stem, conditions
 
         budgets = conditions(frame, self.name)
         if not budgets:
@@ -67,29 +71,20 @@ class Classification(Task):
     def classification_table(self, frame, budget: str = "budget=100%", models=None, datasets=None):
         """Macro-F1 and Macro-AUROC per dataset at one label budget, and the Macro-AUROC averaged over the
         datasets (a model needs a number on every one)."""
-        from harness.tables import Column, Entry, Table, measured_models, model_notes, registry_names, unrecorded_note
+        from harness.reporting.tables import (Column, Entry, Table, measured_models, metric_columns, model_notes,
+                                              registry_names, unrecorded_note)
 
         rows = frame[frame["task"] == self.name]
         if rows.empty:
             return Table("", (), (), {}, (f"no {self.name} records",))
         datasets = datasets or list(dict.fromkeys(rows["dataset"]))
         models = models or list(dict.fromkeys(rows["model"]))
-        columns: list[Column] = []
-        entries: dict[tuple[str, Column], Entry] = {}
-        problems: list[str] = []
-        for ds in datasets:
-            for label, metric in METRICS:
-                col = Column(ds, label, higher_is_better=True)
-                columns.append(col)
-                for model in models:
-                    e, why = _class_entry(rows, model, ds, budget, metric)
-                    if e is not None:
-                        entries[(model, col)] = e
-                        problems += [why] if why else []
-        avg = Column("Average", "Macro-AUROC", higher_is_better=True)
+        columns, entries, problems = metric_columns(rows, self.name, models, [(ds, ds, budget) for ds in datasets],
+                                                    self.metrics)
+        avg = Column("Average", MACRO_AUROC.label, higher_is_better=True)
         columns.append(avg)
         for model in models:
-            per_ds = [entries.get((model, Column(ds, "Macro-AUROC", True))) for ds in datasets]
+            per_ds = [entries.get((model, Column(ds, MACRO_AUROC.label, True))) for ds in datasets]
             if any(e is None for e in per_ds):
                 continue
             bad = [e.status for e in per_ds if e.status != "ok" or not np.isfinite(e.mean)]
@@ -109,36 +104,29 @@ class Classification(Task):
 
     def label_efficiency_table(self, frame, dataset: str, models=None):
         """Macro-F1 and Macro-AUROC on one dataset at each label budget (a column group per budget)."""
-        from harness.tables import Column, Table, measured_models, conditions, model_notes, registry_names
+        from harness.reporting.tables import (Table, conditions, measured_models, metric_columns, model_notes,
+                                              registry_names)
 
         rows = frame[(frame["task"] == self.name) & (frame["dataset"] == dataset)]
         budgets = conditions(rows, self.name)
         models = models or list(dict.fromkeys(rows["model"]))
-        columns, entries, problems = [], {}, []
-        for b in budgets:
-            for label, metric in METRICS:
-                col = Column(b.split("=")[-1], label, higher_is_better=True)
-                columns.append(col)
-                for model in models:
-                    e, why = _class_entry(rows, model, dataset, b, metric)
-                    if e is not None:
-                        entries[(model, col)] = e
-                        problems += [why] if why else []
+        columns, entries, problems = metric_columns(rows, self.name, models,
+                                                    [(b.split("=")[-1], dataset, b) for b in budgets], self.metrics)
         caption = f"Label efficiency on {dataset}: frozen linear probes with a share of the training labels, x100."
         return Table(caption, tuple(columns), tuple(models), entries, tuple(dict.fromkeys(problems)),
                      model_notes(registry_names(rows, measured_models(entries)), self.name))
 
     # -- figures -------------------------------------------------------------------------------
     def figures(self, frame, out_dir):
-        from harness.figures import save_figure
+        from harness.reporting.figures import save_figure
 
         return save_figure(self.label_efficiency_panels(frame), out_dir / "label_efficiency")
 
     def label_efficiency_panels(self, frame):
         """With two or more label budgets: Macro-F1 and Macro-AUROC (x100) against the budget, a column
         per dataset, each point the cell of ``tables/label_efficiency_<dataset>``."""
-        from harness.figures import UNIT, Panel, table_curves, drop_empty_columns
-        from harness.tables import Column, condition_value, conditions
+        from harness.reporting.figures import UNIT, Panel, table_curves, drop_empty_columns
+        from harness.reporting.tables import Column, condition_value, conditions
 
         rows = frame[frame["task"] == self.name]
         budgets = conditions(rows, self.name)
@@ -149,7 +137,7 @@ class Classification(Task):
                        table_curves([(condition_value(b), table, Column(b.split("=")[-1], label, True))
                                 for b in budgets]),
                        "{:g}%", log_x=True)
-                 for ds, table in tables.items()] for label, _ in METRICS]
+                 for ds, table in tables.items()] for label in (m.label for m in self.metrics)]
         return drop_empty_columns(grid)
 
     def figure_missing(self, frame):
@@ -162,7 +150,7 @@ class Classification(Task):
     def paper_cells(self, frame, paper_dataset):
         """The classification table at the full budget (tab:classification, its average column named by
         the datasets it averages) and every dataset's label-efficiency table (tab:label_efficiency)."""
-        from harness import paper
+        from harness.reporting import paper
 
         rows = []
         cls = frame[frame["task"] == self.name]
@@ -178,35 +166,6 @@ class Classification(Task):
                     rows.append(paper_cell("tab:label_efficiency", model, ds, col.label, f"budget={col.group}", e.mean,
                                            e.std, "partial" if e.marked else e.status))
         return cells_frame(rows)
-
-
-METRICS = (("Macro-F1", "macro_f1"), ("Macro-AUROC", "macro_auroc"))  # (table label, record column)
-
-
-def _class_entry(rows, model: str, dataset: str, condition: str, metric: str):
-    """(the table entry of one model, dataset, budget and metric: mean and std over seeds, or None when the
-    model has no rows there; why it is marked, "" when it is not). Every seed any model has a row for on
-    that dataset and budget is expected: a seed without a finished row makes the entry partial."""
-    from harness.configurations import code_problem
-    from harness.tables import summary_entry
-
-    cell = rows[(rows["dataset"] == dataset) & (rows["condition"] == condition)]
-    g = cell[cell["model"] == model]
-    if g.empty:
-        return None, ""
-    expected = list(dict.fromkeys(cell["seed"].tolist()))
-    ok = g[(g["status"] == "ok") & np.isfinite(g[metric])]
-    missing = [s for s in expected if s not in set(ok["seed"].tolist())]
-    problem = code_problem(g, "classification") if len(ok) else ""
-    entry = summary_entry(ok[metric].to_numpy(), set(g["status"]), len(expected), problem.split(":")[0])
-    why = []
-    if missing and len(ok):
-        errors = sorted({e for e in g.loc[g["status"] != "ok", "error"] if isinstance(e, str) and e})
-        why.append(f"{model} on {dataset}, {condition}: {len(ok)}/{len(expected)} seeds complete (no finished row "
-                   f"for seed {', '.join(map(str, missing))}{'; ' + '; '.join(errors) if errors else ''})")
-    if problem:
-        why.append(f"{model} on {dataset}, {condition}: {problem}")
-    return entry, "; ".join(why)
 
 
 def _notes(details_json: str) -> list[str]:

@@ -4,28 +4,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.registry.options import MAX_WINDOWS_PER_SUBJECT, SETTINGS, given
 from harness.tasks.base import ErrorTask, cells_frame, paper_cell
 from protocols.forecasting import evaluate_forecasting
-from protocols.specs import PAPER_SETTINGS, ForecastingSpec, SamplingSpec, Setting
+from protocols.specs import ForecastingSpec, SamplingSpec
 from protocols.splits import get_fold
 
 
-def sampling(config, seed: int) -> SamplingSpec:
+def sampling(options, seed: int) -> SamplingSpec:
     """How forecasting-type tasks draw their windows: the seed, and --max-windows-per-subject if given."""
-    maxw = {} if config.max_windows_per_subject is None else {"max_windows_per_subject": config.max_windows_per_subject}
-    return SamplingSpec(seed=seed, **maxw)
+    return SamplingSpec(seed=seed, **given(max_windows_per_subject=options.max_windows_per_subject))
 
 
 def setting_capable(model, cell) -> str | None:
     """A forecasting setting needs a model that forecasts and supports its context and horizon."""
     caps = model.capabilities
-    s = Setting.parse(cell.setting)
+    s = cell.point
     if not caps.forecast or not caps.supports_setting(s.context, s.horizon):
         return f"{cell.model} does not support forecasting setting {cell.setting}"
     return None
-
-
-window_capable = setting_capable  # deprecated: the earlier name
 
 
 SETTING_TABLES = {"48/24": "tab:e-win24", "72/36": "tab:e-win36", "96/48": "tab:e-win48", "128/64": "tab:e-win64"}
@@ -43,24 +40,25 @@ class Forecasting(ErrorTask):
     horizon_curves = True
     replicates = ("setting",)
     replicate_words = "settings"
+    options = (SETTINGS, MAX_WINDOWS_PER_SUBJECT)
 
-    def spec(self, config, seed):
-        return ForecastingSpec(settings=config.settings or PAPER_SETTINGS, sampling=sampling(config, seed))
+    def spec(self, options, seed):
+        return ForecastingSpec(**given(settings=options.settings), sampling=sampling(options, seed))
 
     def points(self, spec):
-        return [(s.name, "clean", None) for s in spec.settings]
+        return [(s, "clean", None) for s in spec.settings]
 
     def capable(self, model, cell):
         return setting_capable(model, cell)
 
     def evaluate(self, cell, dataset, model):
         fold = get_fold(dataset, cell.fold)
-        return self.error_row(cell, evaluate_forecasting(model, dataset, fold, Setting.parse(cell.setting), cell.spec))
+        return self.error_row(cell, evaluate_forecasting(model, dataset, fold, cell.point, cell.spec))
 
     def table(self, frame, models=None, datasets=None, caption: str = CAPTION):
         """The forecasting table: RMSE and MAE per dataset, mean ± std over settings (folds pooled); the
-        training studies' tables too (``harness.report.study_table``, with their own caption)."""
-        from harness.tables import error_table
+        training studies' tables too (``harness.reporting.report.study_table``, with their own caption)."""
+        from harness.reporting.tables import error_table
 
         return error_table(frame, self.name, "clean", models, datasets, caption)
 
@@ -70,7 +68,7 @@ class Forecasting(ErrorTask):
     def paper_cells(self, frame, paper_dataset):
         """Each setting's RMSE and MAE (the paper's per-setting tables) and their mean over the four settings
         (its main table: a cell with fewer complete settings is ``partial``)."""
-        from harness.tables import SCALE, pooled
+        from harness.reporting.tables import SCALE, pooled
 
         rows = []
         per = pooled(frame, self.name)

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.registry.options import (MASK_OPTIONS, MAX_WINDOWS_PER_SUBJECT, MISSING_RATES_OPTION, SEGMENT_LENGTH, given,
+                                      mask_of)
 from harness.tasks.base import ErrorTask, cells_frame, details, paper_cell
 from protocols.imputation import evaluate_imputation
 from protocols.specs import MISSING_RATES, ImputationSpec, RUN_SEEDS
 from protocols.splits import get_fold
 
 
-def segment_options(config) -> dict[str, int]:
+def segment_options(options) -> dict[str, int]:
     """--max-windows-per-subject and --segment-length, where given (else the spec's defaults)."""
-    out = {}
-    if config.max_windows_per_subject is not None:
-        out["max_windows_per_subject"] = config.max_windows_per_subject
-    if config.segment_length is not None:
-        out["length"] = config.segment_length
-    return out
+    return given(max_windows_per_subject=options.max_windows_per_subject, length=options.segment_length)
 
 
 class Imputation(ErrorTask):
@@ -34,12 +31,13 @@ class Imputation(ErrorTask):
     x_label = "missing rate"
     x_ticks = "{:g}%"
     unit = "segment"
+    options = (MISSING_RATES_OPTION, SEGMENT_LENGTH, MAX_WINDOWS_PER_SUBJECT, *MASK_OPTIONS)
 
-    def spec(self, config, seed):
-        return ImputationSpec(rates=config.missing_rates or MISSING_RATES, mask=config.mask, **segment_options(config))
+    def spec(self, options, seed):
+        return ImputationSpec(**given(rates=options.rates), mask=mask_of(options), **segment_options(options))
 
     def points(self, spec):
-        return [(str(spec.length), spec.mask.condition(r), r) for r in spec.rates]
+        return [(spec.length, spec.mask.condition(r), r) for r in spec.rates]
 
     def family(self, condition):
         """The mask of a condition: "" for the paper's (``missing=25%``), else its name (``contiguous-...``)."""
@@ -58,7 +56,7 @@ class Imputation(ErrorTask):
 
     def paper_cells(self, frame, paper_dataset):
         """RMSE and MAE per missing rate (the paper's tab:e-imp25, -50, -75), mean ± std over seeds."""
-        from harness.tables import SCALE, pooled
+        from harness.reporting.tables import SCALE, pooled
 
         rows = []
         per = pooled(frame, self.name)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from harness.registry.options import (ARTEFACT, MAINS_HZ, MAX_WINDOWS_PER_SUBJECT, NOISE_LEVELS_OPTION, SETTINGS,
+                                      artefact_of, given)
 from harness.tasks.base import ErrorTask
 from harness.tasks.forecasting import sampling, setting_capable
 from protocols.artefacts import ArtefactUnavailable
 from protocols.noise import evaluate_noise
-from protocols.specs import NoiseSpec, Setting
+from protocols.specs import NoiseSpec
 from protocols.splits import get_fold
 
 SEVERITY = {"clip": "clip severity (share of context samples saturated)"}
@@ -25,14 +27,15 @@ class Noise(ErrorTask):
     figure_stem = "noise_robustness"
     figure_metrics = ("RMSE", "MAE")
     x_label = "noise level beta"
+    options = (SETTINGS, NOISE_LEVELS_OPTION, MAX_WINDOWS_PER_SUBJECT, ARTEFACT, MAINS_HZ)
 
-    def spec(self, config, seed):
-        return NoiseSpec(levels=config.noise_levels or config.artefact.default_levels,
-                         settings=config.settings or NoiseSpec.settings, sampling=sampling(config, seed),
-                         artefact=config.artefact)
+    def spec(self, options, seed):
+        artefact = artefact_of(options)
+        return NoiseSpec(**given(settings=options.settings), levels=options.levels or artefact.default_levels,
+                         sampling=sampling(options, seed), artefact=artefact)
 
     def points(self, spec):
-        return [(s.name, spec.artefact.condition(b), b) for s in spec.settings for b in spec.levels]
+        return [(s, spec.artefact.condition(b), b) for s in spec.settings for b in spec.levels]
 
     def family(self, condition):
         """The artefact of a condition: "" for the paper's Gaussian noise (``beta=0.1``), else e.g. ``wander``."""
@@ -48,7 +51,7 @@ class Noise(ErrorTask):
     def evaluate(self, cell, dataset, model):
         fold = get_fold(dataset, cell.fold)
         try:
-            out = evaluate_noise(model, dataset, fold, Setting.parse(cell.setting), cell.spec, cell.level, cell.seed)
+            out = evaluate_noise(model, dataset, fold, cell.point, cell.spec, cell.level, cell.seed)
         except ArtefactUnavailable as exc:  # mains above this dataset's Nyquist frequency
             return {"status": "unavailable", "error": str(exc)}
         return self.error_row(cell, out)

@@ -14,11 +14,13 @@ from collections import OrderedDict
 
 import numpy as np
 
+from harness.registry.options import (MASK_OPTIONS, MAX_WINDOWS_PER_SUBJECT, MISSING_RATES_OPTION, PHYSIO_CONTEXT,
+                                      PHYSIO_HORIZON, PHYSIO_MEASURES, PHYSIO_SEGMENT, PHYSIO_SOURCES, given, mask_of)
 from harness.tasks.base import Task, add_cell_files, details, family_stem
 from protocols.physiology import (MEASURES, forecast_spans, imputed_segments, measure_unavailable,
                                   physiology_scores)
 from protocols.data import nominal_sampling_rate
-from protocols.specs import SamplingSpec, samples
+from protocols.specs import PhysiologySpec, SamplingSpec, samples
 from protocols.splits import get_fold
 
 _CACHE: OrderedDict = OrderedDict()  # (model, options, dataset, fold, seed, setting, level, spec) -> result
@@ -46,10 +48,15 @@ class Physiology(Task):
     scale = 1.0  # breakdowns: rates are in their own unit (bpm, breaths/min), not x100
     unit = "per minute"
 
-    def spec(self, config, seed):
-        base = config.physiology
-        maxw = config.max_windows_per_subject or base.sampling.max_windows_per_subject
-        return dataclasses.replace(base, rates=config.missing_rates or base.rates, mask=config.mask,
+    options = (PHYSIO_CONTEXT, PHYSIO_HORIZON, PHYSIO_SEGMENT, PHYSIO_SOURCES, PHYSIO_MEASURES, MISSING_RATES_OPTION,
+               *MASK_OPTIONS, MAX_WINDOWS_PER_SUBJECT)
+
+    def spec(self, options, seed):
+        base = PhysiologySpec(**given(context_seconds=options.physio_context, horizon_seconds=options.physio_horizon,
+                                      segment_seconds=options.physio_segment, sources=options.physio_sources,
+                                      measures=options.physio_measures))
+        maxw = options.max_windows_per_subject or base.sampling.max_windows_per_subject
+        return dataclasses.replace(base, rates=options.rates or base.rates, mask=mask_of(options),
                                    sampling=SamplingSpec(max_windows_per_subject=maxw, seed=seed))
 
     def points(self, spec):
@@ -62,7 +69,7 @@ class Physiology(Task):
 
     def default_models(self):
         """The default models of forecasting and of imputation (each takes part in the sources it can)."""
-        from harness.task_registry import get_task
+        from harness.registry.tasks import get_task
 
         return tuple(dict.fromkeys(get_task("forecasting").default_models() + get_task("imputation").default_models()))
 
@@ -151,7 +158,7 @@ class Physiology(Task):
         return pd.DataFrame(out)
 
     def tables(self, frame, models=None, datasets=None):
-        from harness.tables import file_stem
+        from harness.reporting.tables import file_stem
 
         per = self.pooled(frame)
         if per.empty:
@@ -166,7 +173,7 @@ class Physiology(Task):
         return out
 
     def _table(self, per, source, models, datasets):
-        from harness.tables import Column, Entry, Table, model_notes, measured_models, summary_entry
+        from harness.reporting.tables import Column, Entry, Table, model_notes, measured_models, summary_entry
 
         datasets = datasets or list(dict.fromkeys(per["dataset"]))
         models = models or list(dict.fromkeys(per["model"]))
@@ -210,7 +217,7 @@ class Physiology(Task):
                      model_notes(measured_models(entries)))
 
     def figures(self, frame, out_dir):
-        from harness.physiology_figure import physiology_figure
+        from harness.reporting.physiology_figure import physiology_figure
 
         per = self.pooled(frame)
         if per.empty or not per["complete"].any():
@@ -222,7 +229,7 @@ class Physiology(Task):
 
 def _plain(entry):
     """Rates are shown in their own unit: undo summary_entry's x100."""
-    from harness.tables import SCALE, Entry
+    from harness.reporting.tables import SCALE, Entry
 
     if entry.status != "ok":
         return entry

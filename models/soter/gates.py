@@ -6,8 +6,8 @@ the top block (top-k weights scattered over the E experts, zero elsewhere), aver
 when a segment has several.  The figure is the pairwise cosine-similarity matrix of the segments,
 grouped by signal type (the paper: five segments each of ECG, PPG and heart rate, seed 42).
 
-The computations live here, beside the model; the figure and its command (``python -m harness.gates``)
-in :mod:`harness.gates`, which draws with the harness's figure helpers.
+The computations live here, beside the model; the figure and its command (``python -m harness.studies.gates``)
+in :mod:`harness.studies.gates`, which draws with the harness's figure helpers.
 """
 
 from __future__ import annotations

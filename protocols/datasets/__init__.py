@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from protocols.data import Dataset, DatasetError
+from protocols.registry import Registry
 from protocols.words import closest, did_you_mean
 
 
@@ -21,12 +23,13 @@ class DatasetSpec:
     needs_root: bool = False  # a downloaded dataset: the loader takes root=DIR (--data-root)
 
 
-_REGISTRY: dict[str, DatasetSpec] = {}
+ENTRY_POINTS = "soter_bench.datasets"  # plugins' modules that call register() (protocols.registry)
+# name -> spec (protocols.registry: the same spec again is fine, another spec under a registered name is an error)
+_DATASETS: Registry[DatasetSpec] = Registry("dataset", sort_known=True, entry_points=ENTRY_POINTS)
 
 
 def register(spec: DatasetSpec) -> DatasetSpec:
-    _REGISTRY[spec.name] = spec
-    return spec
+    return _DATASETS.add(spec.name, spec, f"module {sys._getframe(1).f_globals.get('__name__', '?')!r}")
 
 
 register(DatasetSpec(
@@ -40,11 +43,12 @@ register(DatasetSpec(
 def _ensure_registered() -> None:
     # the paper's evaluation datasets register themselves (cheap: no data is read)
     importlib.import_module("protocols.datasets.paper")
+    _DATASETS.load_plugins()  # then the plugins' (entry points of ENTRY_POINTS), once per process
 
 
 def all_datasets() -> dict[str, DatasetSpec]:
     _ensure_registered()
-    return dict(_REGISTRY)
+    return _DATASETS.mapping()
 
 
 def is_path_like(name: str) -> bool:
@@ -85,8 +89,8 @@ def load_dataset(name: str, data_root: str | Path | None = None, **options: Any)
     base, sep, names = name.rpartition(CHANNELS_SUFFIX)
     if sep:
         return _with_channels(name, base, tuple(n for n in names.split("+") if n), data_root, options)
-    if name in _REGISTRY:
-        spec = _REGISTRY[name]
+    if name in _DATASETS:
+        spec = _DATASETS[name]
         module, _, attr = spec.loader.partition(":")
         if spec.needs_root:
             root = resolve_data_root(data_root)
@@ -102,14 +106,14 @@ def load_dataset(name: str, data_root: str | Path | None = None, **options: Any)
 
         return load_folder_dataset(Path(name), **options)
     base, colon, option = name.rpartition(":")
-    if colon and (base in _REGISTRY or is_path_like(base)):
+    if colon and (base in _DATASETS or is_path_like(base)):
         key = option.partition("=")[0]
         hint = " (did you mean 'blocks'?)" if closest(key, ["blocks"]) else ""
         raise DatasetError(f"{name!r}: unknown dataset option {option!r}{hint}; the one option is "
                            f"{BLOCKS_SUFFIX[1:]}K (K contiguous blocks of each recording act as subjects), "
                            f"e.g. {base}{BLOCKS_SUFFIX}6")
     raise DatasetError(
-        f"unknown dataset {name!r}{did_you_mean(name, _REGISTRY)}; known datasets: {', '.join(sorted(_REGISTRY))} "
+        f"unknown dataset {name!r}{did_you_mean(name, _DATASETS.mapping())}; known datasets: {', '.join(sorted(_DATASETS))} "
         "(or give the path of a dataset folder, see docs/datasets.md)"
     )
 
@@ -121,10 +125,10 @@ def _with_channels(name: str, base: str, channels: tuple[str, ...], data_root, o
 
     if not channels:
         raise DatasetError(f"{name!r}: name the channels after {CHANNELS_SUFFIX!r}, joined by '+'")
-    if base not in _REGISTRY:
+    if base not in _DATASETS:
         raise DatasetError(f"{name!r}: {CHANNELS_SUFFIX!r} applies to registered datasets; known: "
-                           f"{', '.join(sorted(_REGISTRY))} (a folder dataset lists its channels in its manifest)")
-    module, _, attr = _REGISTRY[base].loader.partition(":")
+                           f"{', '.join(sorted(_DATASETS))} (a folder dataset lists its channels in its manifest)")
+    module, _, attr = _DATASETS[base].loader.partition(":")
     if "channels" not in inspect.signature(getattr(importlib.import_module(module), attr)).parameters:
         raise DatasetError(f"{name!r}: dataset {base!r} takes no channels option")
     dataset = load_dataset(base, data_root, **{**options, "channels": channels})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from harness.gates import main
+from harness.studies.gates import main
 from models.soter.config import preset
 from models.soter.gates import cosine_matrix, gate_vectors
 from models.soter.model import SoterModel

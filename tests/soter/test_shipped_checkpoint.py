@@ -42,7 +42,7 @@ def test_list_models_says_which_soter_is_the_papers_recipe():
 def test_every_shipped_soter_is_in_the_default_forecasting_run_and_only_there_for_the_new_one():
     """Issue #26: every shipped entry runs by default in forecasting; the departing entry stays opt-in for
     the slower default imputation, noise and classification runs, and `list` says so."""
-    from harness.runner import default_models
+    from harness.run.runner import default_models
 
     assert {"soter", "soter-anchored"} <= set(default_models("forecasting"))
     for task in ("imputation", "noise", "classification"):
@@ -52,7 +52,7 @@ def test_every_shipped_soter_is_in_the_default_forecasting_run_and_only_there_fo
 
 
 def test_soter_is_ready_from_the_shipped_checkpoint_and_in_the_default_run():
-    from harness.runner import default_models
+    from harness.run.runner import default_models
 
     status, reason = get_spec("soter").status()
     assert status == READY, reason

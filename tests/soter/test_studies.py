@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from models.soter.config import ConfigError, preset
-from harness.studies import ABLATION, SENSITIVITY, evaluate, evaluate_sensitivity, train, variant_configs
+from harness.studies.runners import ABLATION, SENSITIVITY, evaluate, evaluate_sensitivity, train, variant_configs
 from models.soter.training.config import TrainConfig
 from models.soter.training.corpus import synthetic_stream, write_dataset
 from protocols.datasets.folder import write_folder_dataset

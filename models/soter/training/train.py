@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from models.soter.training.config import TrainConfig
-from models.soter.training.sources import READERS
+from models.soter.training.sources import all_readers
 from models.soter.training.sources.synthetic import DEFAULT_RATES
 
 
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
                        help="read a multi-frequency WFDB record as one dataset per rate (default: every signal "
                             "averaged to the frame rate, as wfdb reads it and as the shipped corpus was built)")
     build.add_argument("--folder", type=Path, nargs="*", default=[], help="datasets in the harness folder format")
-    for kind in READERS:
+    for kind in all_readers():
         build.add_argument(f"--{kind}", type=Path, nargs="*", default=[], metavar="DIR",
                            help=f"{kind} in its native layout (see models/soter/training/sources/)")
     fit = sub.add_parser("fit", help="train (one process, or one per GPU under torchrun)")
@@ -103,7 +103,7 @@ def _build(args: argparse.Namespace) -> int:
             add_dataset(ds)
     for folder in args.folder:
         add_dataset(load_folder_dataset(folder))
-    for kind in READERS:
+    for kind in all_readers():
         for root in getattr(args, kind.replace("-", "_")):
             for rec in read_source(kind, root, **_reader_options(kind, args)):
                 writer.add(rec.dataset, rec.channels, rec.subject, rec.name, rec.chunks, rec.source)

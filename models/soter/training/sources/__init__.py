@@ -9,6 +9,7 @@ and one rate: a training batch holds windows of one dataset (docs/soter-training
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,17 +18,26 @@ from typing import Any
 import numpy as np
 
 from models.soter.training.corpus import CorpusError
+from protocols.registry import Registry
 
-# name -> "module:function" (imported on use: EDF and the like pull optional packages)
-READERS = {
-    "mimic3wdb": "models.soter.training.sources.mimic3wdb:read",
-    "sleep-edf": "models.soter.training.sources.sleep_edf:read",
-    "ptb-xl": "models.soter.training.sources.ptbxl:read",
-    "wesad": "models.soter.training.sources.wesad:read",
-    "chapman-ecg": "models.soter.training.sources.chapman:read",
-    "opensignals": "models.soter.training.sources.opensignals:read",
-    "biosppy": "models.soter.training.sources.biosppy_text:read",
-}
+# name -> "module:function", imported on use (EDF and the like pull optional packages); the one kind of
+# registry (protocols.registry): another reader under a registered name is refused, naming both registrants
+ENTRY_POINTS = "soter_bench.corpus_readers"  # plugins' modules that call register_reader() (protocols.registry)
+READERS: Registry[str] = Registry("corpus reader", sort_known=True, entry_points=ENTRY_POINTS)
+
+
+def register_reader(name: str, target: str) -> str:
+    """Add the corpus reader ``target`` ("module:function", called as ``function(root, **options)`` and
+    yielding :class:`SourceRecording`) under ``name``: ``build-corpus`` then offers ``--NAME DIR``."""
+    if target.count(":") != 1 or not all(target.split(":")):
+        raise ValueError(f"a corpus reader is 'module:function', got {target!r}")
+    return READERS.add(name, target, f"module {sys._getframe(1).f_globals.get('__name__', '?')!r}")
+
+
+for _name, _module in (("mimic3wdb", "mimic3wdb"), ("sleep-edf", "sleep_edf"), ("ptb-xl", "ptbxl"),
+                       ("wesad", "wesad"), ("chapman-ecg", "chapman"), ("opensignals", "opensignals"),
+                       ("biosppy", "biosppy_text")):
+    register_reader(_name, f"{__name__}.{_module}:read")
 
 
 @dataclass(frozen=True)
@@ -40,7 +50,14 @@ class SourceRecording:
     source: str = ""  # where it came from, for the corpus index and the model card
 
 
+def all_readers() -> dict[str, str]:
+    """name -> "module:function": the built-in readers, then the plugins' (entry points of ENTRY_POINTS)."""
+    READERS.load_plugins()
+    return READERS.mapping()
+
+
 def read_source(kind: str, root: Path, **options: Any) -> Iterator[SourceRecording]:
+    READERS.load_plugins()
     if kind not in READERS:
         raise CorpusError(f"unknown corpus source {kind!r}; known: {', '.join(sorted(READERS))}")
     root = Path(root).expanduser()

@@ -1,0 +1,1 @@
+"""Result records: the append-only store, row keys, configurations, code identity, per-window files."""

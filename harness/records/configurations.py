@@ -1,0 +1,243 @@
+"""One table row per configuration: which rows a model's number may pool, and what to call it.
+
+A row's configuration is its model and the identity the runner stores in ``model_info``
+(:data:`IDENTITY`: the digest of its weights and options, which is also part of the row key, the
+options, the weights' digest and the digest of its code; docs/records.md). Rows of one model under two
+configurations (``--model-option``, ``--weights``, the default checkpoint changed) are two models for
+every table, figure and statistic: :func:`label_configurations` names each after what tells it apart
+(``ses [alpha=0.9]``), and a model with one configuration keeps its name.
+
+Rows written before the identity was stored are matched to a stored configuration by their key (the
+key is a hash of the cell and the identity digest), else grouped by their ``model_info`` (the model's
+own description: for SOTER, its checkpoint's digest).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from harness.records.keys import KEY_FIELDS, row_key
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SCORED = "predictions file"  # the identity's ``source`` of rows scored from a file (``harness score``)
+IDENTITY = "identity"  # model_info's entry that the runner writes (the rest is the model's describe())
+# model_info entries that do not tell configurations of rows written before IDENTITY apart
+_NOT_CONFIGURATION = ("source", "checkpoint")
+
+
+def parse_info(text: object) -> dict[str, Any]:
+    """A row's ``model_info`` as a dict ({} when empty or not JSON)."""
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def row_identity(text: object) -> dict[str, Any] | None:
+    """The identity the runner stored in a row's ``model_info`` (None: written before it was stored)."""
+    value = parse_info(text).get(IDENTITY)
+    return value if isinstance(value, dict) else None
+
+
+def with_identity(text: object, identity: dict[str, Any]) -> str:
+    """``model_info`` with the runner's identity entry added (the model's own entries unchanged)."""
+    return json.dumps({**parse_info(text), IDENTITY: identity}, sort_keys=True, default=str)
+
+
+def recorded_code(text: object) -> str | None:
+    """The code digest stored with a row (None: written before it was stored)."""
+    identity = row_identity(text)
+    code = identity.get("code") if identity else None
+    return code if isinstance(code, str) and code else None
+
+
+def _legacy_description(info: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in info.items() if k not in _NOT_CONFIGURATION and k != IDENTITY}
+    if out.get("device") == "cpu":  # written only by later versions, for the same configuration
+        out.pop("device")
+    return out
+
+
+def _key_fields(row: dict[str, Any]) -> dict[str, Any]:
+    fields = {f: row[f] for f in KEY_FIELDS}
+    fields["seed"] = int(fields["seed"]) if str(fields["seed"]).lstrip("-").isdigit() else fields["seed"]
+    return fields
+
+
+def label_configurations(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``model`` naming each row's configuration (the registry name when the model has
+    one configuration in the frame), the registry name in ``model_name`` and a configuration id in
+    ``configuration``; rows of one configuration in one cell are reduced to the one written last."""
+    if frame.empty:
+        return frame.assign(model_name=frame["model"], configuration="")
+    rows = frame.to_dict("records")
+    ids: dict[str, set[str]] = {}
+    infos = [parse_info(r.get("model_info")) for r in rows]
+    for r, info in zip(rows, infos):
+        identity = info.get(IDENTITY)
+        if isinstance(identity, dict):
+            ids.setdefault(r["model"], set()).add(str(identity.get("model_id", "")))
+    configs, descriptions = [], {}
+    for r, info in zip(rows, infos):
+        identity = info.get(IDENTITY)
+        if isinstance(identity, dict):
+            config = "id:" + str(identity.get("model_id", ""))
+            description = {**identity.get("options", {}), **({"weights": identity["weights"]}
+                                                               if identity.get("weights") else {})}
+        else:
+            fields = _key_fields(r)
+            match = next((m for m in sorted(ids.get(r["model"], ())) if row_key(m, **fields) == r["key"]), None)
+            if match is not None:
+                config, description = "id:" + match, None
+            else:
+                description = _legacy_description(info)
+                config = "info:" + json.dumps(description, sort_keys=True, default=str) if description else "info:"
+        configs.append(config)
+        if description is not None and (r["model"], config) not in descriptions:
+            descriptions[(r["model"], config)] = description
+    # rows of a configuration written before model_info held anything (error rows): the model's only other one
+    per_model: dict[str, list[str]] = {}
+    for r, config in zip(rows, configs):
+        per_model.setdefault(r["model"], [])
+        if config not in per_model[r["model"]]:
+            per_model[r["model"]].append(config)
+    for model, found in per_model.items():
+        if "info:" in found and len(found) == 2:
+            other = next(c for c in found if c != "info:")
+            configs = [other if (r["model"] == model and c == "info:") else c for r, c in zip(rows, configs)]
+            found.remove("info:")
+    labels = {}
+    for model, found in per_model.items():
+        labels.update(_labels(model, found, {c: descriptions.get((model, c), {}) for c in found}))
+    out = frame.assign(model_name=frame["model"], configuration=configs)
+    out["model"] = [labels[(r["model"], c)] for r, c in zip(rows, configs)]
+    return latest_per_configuration(out)
+
+
+def _labels(model: str, configs: list[str], descriptions: dict[str, dict[str, Any]]) -> dict[tuple[str, str], str]:
+    if len(configs) == 1:
+        return {(model, configs[0]): model}
+    keys = sorted({k for d in descriptions.values() for k in d})
+    differing = [k for k in keys if len({json.dumps(d.get(k, "\0absent"), sort_keys=True, default=str)
+                                         for d in descriptions.values()}) > 1]
+    out: dict[tuple[str, str], str] = {}
+    seen: dict[str, int] = {}
+    for config in configs:
+        d = descriptions[config]
+        parts = [f"{k}={_short(d[k])}" for k in differing if k in d]
+        label = f"{model} [{', '.join(parts)}]" if parts else model
+        seen[label] = seen.get(label, 0) + 1
+        out[(model, config)] = label if seen[label] == 1 else f"{label} #{seen[label]}"
+    return out
+
+
+def _short(value: Any, width: int = 16) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def latest_per_configuration(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell and configuration (``KEY_FIELDS`` with ``model`` the configuration's name): the
+    one written last (``finished_at``, then file order). Two keys of one configuration in one cell are
+    rows written under an earlier key scheme."""
+    order = frame.reset_index(drop=True).assign(_pos=lambda f: range(len(f)))
+    order = order.sort_values(["finished_at", "_pos"], kind="stable")
+    return order.drop_duplicates(list(KEY_FIELDS), keep="last").sort_values("_pos").drop(columns="_pos") \
+        .reset_index(drop=True)
+
+
+# -- stale and mixed code -----------------------------------------------------------------------
+@lru_cache(maxsize=256)
+def current_code(model: str, task: str) -> str | None:
+    """The digest of the code that would compute ``model``'s rows of ``task`` now (None: unknown model)."""
+    from harness.records.code_identity import row_code
+
+    try:
+        return row_code(model, task)
+    except (KeyError, ValueError, ImportError, RuntimeError):
+        return None
+
+
+@lru_cache(maxsize=64)
+def current_default_weights(model: str) -> tuple[str, str] | None:
+    """(the digest, the folder name) of the weights ``model`` loads when given none (None: it has none)."""
+    from pathlib import Path
+
+    from models.registry import UnknownModelError, get_spec, resolve
+
+    try:
+        spec = get_spec(model)
+    except UnknownModelError:
+        return None
+    if spec.default_weights is None:
+        return None
+    digest = spec.identity_parts().get("weights")
+    return (str(digest), Path(str(resolve(spec.default_weights)())).name) if digest else None
+
+
+def code_problem(rows: pd.DataFrame, task: str) -> str:
+    """Why the rows behind one table entry are not all from the current code and weights ("" when they
+    are, or when their code was not recorded): "mixed" (rows of several code versions) or "stale"
+    (code, or the model's default checkpoint, changed since)."""
+    infos = [parse_info(i) for i in rows["model_info"]] if "model_info" in rows else []
+    identities = [i.get(IDENTITY) if isinstance(i.get(IDENTITY), dict) else None for i in infos]
+    codes = {i.get("code") for i in identities if i and i.get("code")}
+    if len(codes) > 1:
+        return f"mixed: its rows were computed by {len(codes)} versions of the code"
+    names = set(rows["model_name"]) if "model_name" in rows else set(rows["model"])
+    for name in names:
+        now = current_code(str(name), task) or scored_code(identities)
+        if codes and now is not None and codes != {now}:
+            return "stale: computed by code that has changed since (rerun the same command to recompute)"
+        default = current_default_weights(str(name))
+        if default is None:
+            continue
+        # rows of the default checkpoint: stored in the identity, or (rows written before it) in SOTER's own
+        # description of the checkpoint it loaded (its folder's name and digest)
+        used = {i.get("weights") for i in identities if i and i.get("weights_default")}
+        used |= {info.get("checkpoint_sha256") for info, i in zip(infos, identities) if i is None
+                 and info.get("checkpoint") == default[1] and info.get("checkpoint_sha256")}
+        if used and used != {default[0]}:
+            return (f"stale: computed with weights {', '.join(sorted(map(str, used)))}; the default checkpoint "
+                    f"({default[1]}) is now {default[0]} (rerun the same command to compute it)")
+    return ""
+
+
+def scored_code(identities: list[dict[str, Any] | None]) -> str | None:
+    """The current code digest of rows scored from a predictions file (``harness score``), which name no
+    registered model: the digest of the harness modules their identity names (the task's and the scorer's)."""
+    modules = {tuple(i.get("modules") or ()) for i in identities if i and i.get("source") == SCORED}
+    if len(modules) != 1:
+        return None
+    found = next(iter(modules))
+    if not found or not all(isinstance(m, str) and m.startswith("harness.") for m in found):
+        return None
+    from harness.records.code_identity import code_digest
+
+    return code_digest(found)
+
+
+def scored_notes(rows: pd.DataFrame, models) -> tuple[str, ...]:
+    """A note per table row scored from a predictions file: made outside the harness, named by the file's digest."""
+    notes = []
+    for model in models:
+        ids = [row_identity(i) for i in rows.loc[rows["model"] == model, "model_info"]] if "model_info" in rows else []
+        digests = sorted({str(i.get("model_id")) for i in ids if i and i.get("source") == SCORED})
+        if digests:
+            notes.append(f"{model}: forecasts made outside the harness, scored from a predictions file "
+                         f"(sha256 {', '.join(digests)}...) by harness score")
+    return tuple(notes)
+
+
+def unrecorded_code(rows: pd.DataFrame) -> int:
+    """How many rows were written before the code behind each row was recorded."""
+    if "model_info" not in rows:
+        return 0
+    return sum(1 for i in rows["model_info"] if recorded_code(i) is None)

@@ -1,0 +1,1 @@
+"""The floor of the harness: what the rest looks things up in. It imports no other part of the harness."""

@@ -1,0 +1,163 @@
+"""Pre-training overlap marks on result tables and the leaderboard (issue #35).
+
+Why: a zero-shot cell whose model may have been pre-trained on that dataset (registry status
+``yes`` or ``partial``, ``models.pretraining``) is no plain zero-shot result, and a cell whose model's
+corpus is undocumented (``unknown``) cannot be called one either.  Every such cell gets a mark and
+the table a note with the reason and where it was read; ``no`` is listed once per table, so all four
+states are visible.  Numbers, ranks and record keys are never changed: the marks sit beside them.
+
+The model a table row ran is read from the records (registry name in ``model_name``; SOTER's
+checkpoint in ``model_info``); a user dataset's source databases come from its manifest
+(``source_database``), which the runner records in ``<out>/dataset_sources.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from models.pretraining import Overlap, dataset_base, model_overlap
+
+from harness.records.dataset_sources import SOURCES_FILE, read_declared_sources, record_declared_sources  # noqa: F401
+from harness.reporting.tables import OVERLAP_MARKS as MARKS
+from harness.reporting.tables import file_stem, md_escape, task_tables
+
+SEEN, UNKNOWN = MARKS["yes"], MARKS["unknown"]  # may have seen the dataset in pre-training; corpus not documented
+SHIPPED_PREFIX = "models/soter/checkpoints/"
+
+
+# -- which model and checkpoint a table row ran ---------------------------------------------------
+def row_models(frame: pd.DataFrame) -> dict[str, tuple[str, str | None, bool, str | None]]:
+    """Table label -> (registry name, SOTER checkpoint folder or None, weights given by the user, the
+    weights digest the row names)."""
+    from harness.records.configurations import parse_info, row_identity
+
+    out: dict[str, tuple[str, str | None, bool, str | None]] = {}
+    if frame.empty:
+        return out
+    names = frame["model_name"] if "model_name" in frame else frame["model"]
+    infos = frame["model_info"] if "model_info" in frame else pd.Series([""] * len(frame), index=frame.index)
+    for label, name, info in dict.fromkeys(zip(frame["model"], names, infos.fillna(""))):  # each once
+        if label in out and out[label][1] is not None:
+            continue
+        parsed = parse_info(info)
+        identity = row_identity(info) or {}
+        checkpoint = parsed.get("checkpoint") if isinstance(parsed.get("checkpoint"), str) else None
+        source = str(parsed.get("source", ""))
+        user_weights = identity.get("weights_default") is False and SHIPPED_PREFIX not in source
+        digest = identity.get("weights") or parsed.get("checkpoint_sha256")
+        name = name if isinstance(name, str) and name else label  # rows written before model_name existed
+        out[str(label)] = (str(name), checkpoint, user_weights, str(digest) if digest else None)
+    return out
+
+
+def overlap_of(label: str, dataset: str, models: Mapping[str, tuple[str, str | None, bool, str | None]],
+               declared: Mapping[str, tuple[str, ...]]) -> Overlap:
+    name, checkpoint, user_weights, digest = models.get(label, (label, None, False, None))
+    if user_weights and checkpoint is not None:
+        return Overlap("unknown", "weights given with --weights: their pre-training data are not recorded", "", "")
+    return model_overlap(name, dataset, checkpoint, declared.get(dataset_base(dataset), ()), digest)
+
+
+# -- tables -------------------------------------------------------------------------------------
+def mark_table(table, frame: pd.DataFrame, task: str, stem: str = "",
+               declared: Mapping[str, tuple[str, ...]] | None = None):
+    """``table`` with every measured cell marked by its model's overlap on the column's dataset, and
+    one note per reason (``harness.reporting.tables.Table.overlap_notes``)."""
+    rows = frame[frame["task"] == task] if "task" in frame else frame
+    datasets = list(dict.fromkeys(str(d) for d in rows["dataset"])) if len(rows) else []
+    # a table of one dataset (label efficiency) names it in its file stem; the longest match wins
+    by_stem = sorted((d for d in datasets if stem and stem.endswith("_" + file_stem(d))), key=len, reverse=True)[:1]
+    models = row_models(rows)
+    declared = declared or {}
+    entries, seen, unknown, absent = dict(table.entries), {}, {}, {}
+    for (label, col), entry in table.entries.items():
+        dataset = col.group if col.group in datasets else (by_stem[0] if len(by_stem) == 1 else
+                                                           datasets[0] if len(datasets) == 1 else None)
+        if dataset is None or entry.status != "ok":
+            continue
+        o = overlap_of(label, dataset, models, declared)
+        entries[(label, col)] = dataclasses.replace(entry, overlap=o.status)
+        where = f" ({o.cite}; checked {o.checked})" if o.cite else ""
+        if o.may_have_seen:
+            seen[(label, dataset)] = f"{label} on {dataset}: pre-training overlap {o.status}: {o.reason}{where}"
+        elif o.status == "unknown":
+            unknown.setdefault((label, o.reason + where), []).append(dataset)
+        else:  # one line for every model that was not pre-trained, one per other reason
+            why = "not pre-trained" if o.reason.startswith("not pre-trained") else o.reason
+            absent.setdefault(why, {}).setdefault(label, []).append(dataset)
+    notes = [(SEEN, text) for text in seen.values()]
+    notes += [(UNKNOWN, f"{label}: pre-training overlap unknown on {', '.join(dict.fromkeys(ds))}: {why}")
+              for (label, why), ds in unknown.items()]
+    if absent:
+        notes.append(("", "pre-training overlap no: " + "; ".join(
+            f"{', '.join(cells)} on {', '.join(dict.fromkeys(d for ds in cells.values() for d in ds))} ({why})"
+            for why, cells in absent.items())))
+    return dataclasses.replace(table, entries=entries, overlap_notes=tuple(notes))
+
+
+def marked_task_tables(frame: pd.DataFrame, task: str, models: list[str] | None = None,
+                       datasets: list[str] | None = None,
+                       declared: Mapping[str, tuple[str, ...]] | None = None) -> list[tuple[str, object]]:
+    """The task's tables (``harness.reporting.tables.task_tables``), each cell marked with its model's overlap:
+    what `run`, `table` and `report` write."""
+    return [(stem, mark_table(table, frame, task, stem, declared))
+            for stem, table in task_tables(frame, task, models, datasets)]
+
+
+# -- the leaderboard ----------------------------------------------------------------------------
+def leaderboard_column(labels, frame: pd.DataFrame, task: str,
+                       declared: Mapping[str, tuple[str, ...]] | None = None) -> list[str]:
+    """Per leaderboard row (a model's table label): its overlap on the datasets it was ranked on, with
+    the reason where it may have seen one (``yes``/``partial``) or where its corpus is not documented."""
+    rows = frame[frame["task"] == task] if "task" in frame else frame
+    models = row_models(rows)
+    declared = declared or {}
+    out = []
+    for label in labels:
+        datasets = list(dict.fromkeys(str(d) for d in rows.loc[rows["model"] == label, "dataset"]))
+        parts: dict[str, list[str]] = {}
+        for ds in datasets:
+            o = overlap_of(str(label), ds, models, declared)
+            text = f"{ds}: {o.reason}" if o.status != "no" else ds
+            parts.setdefault(o.status, []).append(text)
+        shown = [f"{MARKS[s]}{s}: " + "; ".join(parts[s]) if s != "no" else "no: " + ", ".join(parts[s])
+                 for s in ("yes", "partial", "unknown", "no") if s in parts]
+        out.append(" | ".join(shown))
+    return out
+
+
+# -- the report ---------------------------------------------------------------------------------
+def registry_markdown() -> list[str]:
+    """The registry as a Markdown section: one row per entry, the evaluation datasets as columns."""
+    from models.pretraining import overlap, registry
+
+    reg = registry()
+    datasets = list(reg.datasets)
+    lines = ["## Pre-training overlap", "",
+             "Which model may have seen which evaluation dataset in pre-training (models/pretraining_overlap.toml; "
+             f"SOTER's checkpoints from their CORPUS.json; docs/pretraining-overlap.md). Table cells: {SEEN} may "
+             f"have seen it (yes or partial), {UNKNOWN} corpus not documented.", "",
+             "| entry | models | pre-training data | " + " | ".join(datasets) + " | source | checked |",
+             "|" + "---|" * (len(datasets) + 5)]
+    rows = [(e, ", ".join(e.models)) for e in reg.entries.values() if not e.generated]
+    soter = next((e for e in reg.entries.values() if e.generated), None)
+    rows += [(e, f"{', '.join(soter.models)} with checkpoint {k}" if soter else k) for k, e in reg.checkpoints.items()]
+    for entry, models in rows:
+        cells = []
+        for ds in datasets:
+            o = overlap(entry, ds, reg=reg)
+            cells.append(f"{o.status}{MARKS[o.status]}")
+        lines.append(f"| {md_escape(entry.key)} | {md_escape(models)} | {md_escape(entry.data)} | "
+                     + " | ".join(cells) + f" | {md_escape(entry.cite)} | {md_escape(entry.checked)} |")
+    reasons = []
+    for entry, _ in rows:
+        for ds in datasets:
+            o = overlap(entry, ds, reg=reg)
+            if o.may_have_seen:
+                reasons.append(f"- {md_escape(entry.key)} on {ds}: {o.status}: {md_escape(o.reason)}")
+    return lines + ([""] + reasons if reasons else []) + [""]

@@ -1,0 +1,480 @@
+"""Plan cells, skip finished ones, run the rest through an executor, record every result."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping
+
+from harness.records.cell_files import CELL_FILES, write_cell_files
+from harness.run.cells import WINDOW_ERRORS, Cell, run_cell, setting_name
+from harness.run.executor import EXECUTORS, make_executor
+from harness.run.progress import Progress
+from harness.records.store import RecordStore, RecordStoreError, row_key
+from harness.records.window_store import write_window_errors
+from harness.records.configurations import recorded_code, with_identity
+from models.registry import get_spec, identity_digest, is_hub_id
+from harness.registry.tasks import get_task, task_options
+from harness.run.threads import single_thread_unless_set
+from harness.run.usage import check_models
+from protocols.data import dataset_fingerprint
+from protocols.datasets import all_datasets, is_path_like, load_dataset, resolve_data_root
+from protocols.specs import SpecError
+
+DEFAULT_OUT = Path("results/runs/default")
+RECORDS_FILE = "records.csv"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a run depends on; CLI flags map one-to-one onto these fields, and the task's own flags
+    onto ``options``.
+
+    ``options`` holds the values of the task's options (``Task.options``: ``--settings``, ``--rates`` ...) by
+    name, e.g. ``{"settings": (Setting(48, 24),), "max_windows_per_subject": 4}``; those not given take the
+    option's default (None: the task's spec decides, from ``protocols.specs``). An option the task does not
+    read is an error. The task gets them as ``task_options`` in ``Task.spec``.
+    """
+
+    task: str = "forecasting"  # a registered task (harness.tasks.TASKS)
+    datasets: tuple[str, ...] = ()  # empty: the default datasets
+    models: tuple[str, ...] = ()  # empty: every default model of the task
+    options: Mapping[str, Any] = field(default_factory=dict)  # the task's options given, by name
+    out: Path = DEFAULT_OUT
+    jobs: int = 1  # local worker processes; with --executor ray: CPUs of the local Ray instance
+    executor: str = "local"  # --executor local | ray
+    ray_address: str | None = None  # --ray-address; None: $RAY_ADDRESS, else a local Ray instance
+    seeds: tuple[int, ...] | None = None  # forecasting/noise: (0,); imputation/classification: (0, 1, 2)
+    rerun: bool = False  # recompute rows that are already finished
+    weights: tuple[tuple[str, str], ...] = ()  # (model, directory)
+    trust_remote_code: tuple[str, ...] = ()  # models allowed to run the Python code of their checkpoint
+    model_options: tuple[tuple[str, str, Any], ...] = ()  # (model, key, value): --model-option NAME.KEY=VALUE
+    device: str = "auto"  # --device: auto (CUDA when available) | cpu | cuda | cuda:N
+    progress: bool = True
+    data_root: Path | None = None  # --data-root; else $SOTER_BENCH_DATA
+
+    def __post_init__(self) -> None:
+        get_task(self.task)  # unknown task: an error listing the known ones
+        if self.jobs < 1:
+            raise ValueError("--jobs must be >= 1")
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"unknown --executor {self.executor!r}; known: {', '.join(EXECUTORS)}")
+        if self.ray_address is not None and self.executor != "ray":
+            raise ValueError("--ray-address needs --executor ray")
+        if self.seeds is not None and (not self.seeds or min(self.seeds) < 0):
+            raise ValueError("--seeds must be non-negative integers")
+        self.specs(0)  # validate every task option now
+
+    @property
+    def task_object(self):  # harness.tasks.Task
+        return get_task(self.task)
+
+    @property
+    def task_options(self) -> Any:
+        """The task's options: a frozen dataclass of the values given and the options' defaults."""
+        return task_options(self.task, dict(self.options))
+
+    @property
+    def run_seeds(self) -> tuple[int, ...]:
+        return self.seeds if self.seeds is not None else tuple(self.task_object.default_seeds)
+
+    def specs(self, seed: int):
+        """The task's spec for one seed (the seed draws the windows of forecasting and noise)."""
+        return self.task_object.spec(self.task_options, seed)
+
+    @property
+    def records_path(self) -> Path:
+        return Path(self.out) / RECORDS_FILE
+
+
+@dataclass
+class RunSummary:
+    records_path: Path
+    planned: int = 0
+    skipped_done: int = 0
+    ran: int = 0
+    status_counts: dict[str, int] = field(default_factory=dict)
+    dataset_labels: dict[str, str] = field(default_factory=dict)  # ref -> label
+    protocols: dict[str, set[str]] = field(default_factory=dict)  # label -> protocol fingerprints
+    keys: list[str] = field(default_factory=list)  # every planned row's key
+    device: str = "cpu"  # what --device resolved to
+    identities: dict[str, dict[str, Any]] = field(default_factory=dict)  # model -> what its rows store (model_info)
+    recomputed: int = 0  # finished rows computed again because their code changed
+
+
+def default_models(task: str = "forecasting") -> tuple[str, ...]:
+    return get_task(task).default_models()
+
+
+def default_datasets() -> tuple[str, ...]:
+    return tuple(name for name, spec in all_datasets().items() if spec.default)
+
+
+def code_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("soter-bench")
+    except PackageNotFoundError:
+        v = "0+unknown"
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        sha = ""
+    return f"{v}+g{sha}" if sha else v
+
+
+def _model_options(config: RunConfig, model: str, device: str = "cpu") -> tuple[tuple[str, Any], ...]:
+    opts: dict[str, Any] = {"seed": 0}  # model seed: fixed, so that seeds vary the protocol only
+    for name, directory in config.weights:
+        if name == model:
+            opts["weights"] = directory
+    if model in config.trust_remote_code:
+        opts["trust_remote_code"] = True
+    if device != "cpu" and model not in config.task_object.model_free and "device" in get_spec(model).option_names():
+        opts["device"] = device  # models without a device option (statistical baselines) run on the CPU
+    opts.update({key: value for name, key, value in config.model_options if name == model})
+    return tuple(sorted(opts.items()))
+
+
+def resolve_device(text: str, cluster_gpus: int | None = None) -> str:
+    """``--device``: auto -> cuda when torch sees a GPU, else cpu; cuda[:N] must exist here.
+
+    On the CPU nothing is passed to the models, so CPU records keep their keys; on a GPU the device is
+    part of each model's options, hence of its record key, and named in ``model_info``. On a Ray
+    cluster (``cluster_gpus`` given) the cluster's GPUs count, not the driver's, and Ray assigns each
+    task its GPU, so only ``cuda`` (the task's own GPU) makes sense."""
+    if text == "cpu":
+        return "cpu"
+    if text != "auto" and text != "cuda" and not (text.startswith("cuda:") and text[5:].isdigit()):
+        raise SpecError(f"--device must be auto, cpu, cuda or cuda:N, got {text!r}")
+    if cluster_gpus is not None:
+        if text.startswith("cuda:"):
+            raise SpecError(f"--device {text}: with --executor ray, Ray gives each task its GPU; use --device cuda")
+        if cluster_gpus == 0 and text == "cuda":
+            raise SpecError("--device cuda: the Ray cluster has no GPU (use --device cpu or auto)")
+        return "cuda" if cluster_gpus > 0 else "cpu"
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        if text == "auto":
+            return "cpu"
+        raise SpecError(f"--device {text}: torch is not installed")
+    import torch
+
+    available = torch.cuda.is_available()
+    if text == "auto":
+        return "cuda" if available else "cpu"
+    if not available:
+        raise SpecError(f"--device {text}: CUDA is not available on this machine (use --device cpu or auto)")
+    index = int(text[5:]) if ":" in text else 0
+    if index >= torch.cuda.device_count():
+        raise SpecError(f"--device {text}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    return text
+
+
+# options the harness passes itself, and the flag that sets each
+HARNESS_OPTIONS = {"seed": "--seeds (they vary the protocol; the model's own seed is fixed at 0)",
+                   "weights": "--weights NAME=DIR", "trust_remote_code": "--trust-remote-code NAME"}
+_OPTION_TYPES = (bool, int, float, str, type(None))  # hashable: options are part of a cell and a cache key
+
+
+def parse_model_option(item: str) -> tuple[str, str, Any]:
+    """``NAME.KEY=VALUE`` -> (NAME, KEY, VALUE). NAME is split off at the last dot before ``=``: model
+    names may hold dots (timesfm-2.5) but KEY is a Python identifier, which cannot. VALUE is a Python
+    literal when it parses as one (8, 0.5, True, None, 'x'), else the string as given."""
+    target, sep, text = item.partition("=")
+    name, dot, key = target.rpartition(".")
+    if not sep or not dot or not name or not key.isidentifier() or not text:
+        raise SpecError(f"--model-option expects NAME.KEY=VALUE, got {item!r}")
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return name, key, text
+    if not isinstance(value, _OPTION_TYPES):
+        raise SpecError(f"--model-option {item!r}: VALUE must be a number, True/False/None or a string, "
+                        f"not a {type(value).__name__}")
+    return name, key, value
+
+
+def _check_model_options(config: RunConfig, model_names: tuple[str, ...]) -> None:
+    """Every --model-option names a model of this run and an option its factory declares, before any work
+    starts: a misspelt key is a usage error here, not a failed load in every cell.
+    Only the models given options are inspected (that imports their module)."""
+    seen: set[tuple[str, str]] = set()
+    declared: dict[str, tuple[str, ...]] = {}
+    for model, key, _ in config.model_options:
+        what = f"--model-option {model}.{key}"
+        if key in HARNESS_OPTIONS:
+            raise SpecError(f"{what}: {key} is set by the harness; use {HARNESS_OPTIONS[key]}")
+        get_spec(model)  # unknown model: its own clear error
+        if model not in model_names:
+            raise SpecError(f"{what}: {model} is not among this run's models ({', '.join(model_names)})")
+        if (model, key) in seen:
+            raise SpecError(f"{what} is given twice")
+        seen.add((model, key))
+        if model not in declared:
+            try:
+                names = get_spec(model).option_names()
+            except ImportError as exc:
+                raise SpecError(f"{what}: cannot read {model}'s options, its code does not import: {exc}") from exc
+            declared[model] = tuple(n for n in names if n not in HARNESS_OPTIONS)
+        if key not in declared[model]:
+            valid = declared[model]
+            raise SpecError(f"{what}: {model} has no option {key!r}; "
+                            + (f"its options: {', '.join(valid)}" if valid else f"{model} takes no options"))
+
+
+def _check_declares(model: str, option: str, what: str) -> None:
+    """``--weights`` and ``--trust-remote-code`` are passed as options: a model whose factory does not declare
+    them takes none, and would refuse them on load (factories have no ``**kwargs`` catch-all)."""
+    try:
+        names = get_spec(model).option_names()
+    except ImportError:
+        return  # its code does not import here: loading it reports that
+    if option not in names:
+        raise SpecError(f"{what}: {model} has no option {option!r}"
+                        + (f"; its options: {', '.join(names)}" if names else "; it takes no options"))
+
+
+def _check_weights_path(model: str, value: str) -> None:
+    """A ``--weights`` path that does not exist is a usage error now, not rows of `unavailable` later.
+    Foundation models may also name a hub repository (ORG/REPO), which their library downloads."""
+    if Path(value).expanduser().exists():
+        return
+    hub = get_spec(model).hub_weights
+    if hub and is_hub_id(value):
+        return
+    raise SpecError(f"--weights {model}={value}: {Path(value).expanduser()} does not exist"
+                    + (" (and it is not a hub id ORG/REPO)" if hub else ""))
+
+
+def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple[Cell, dict[str, object]]], RunSummary]:
+    """Resolve names (errors before any work starts) and list every cell with its key fields.
+    ``cluster_gpus``: the GPUs of the Ray cluster the cells will run on (None: this machine's)."""
+    task = config.task_object
+    dataset_refs = config.datasets or default_datasets()
+    model_names = config.models or default_models(config.task)
+    check_models(config.task, model_names, task.model_free)  # every typo at once; a model unfit for the task
+    for name, directory in config.weights:
+        get_spec(name)
+        _check_declares(name, "weights", f"--weights {name}={directory}")
+        _check_weights_path(name, directory)
+    for name in config.trust_remote_code:
+        get_spec(name)
+        _check_declares(name, "trust_remote_code", f"--trust-remote-code {name}")
+    _check_model_options(config, tuple(model_names))
+    summary = RunSummary(records_path=config.records_path)
+    cells: list[tuple[Cell, dict[str, object]]] = []
+    identities: dict[str, str] = {}  # model -> digest of its weights and options (part of the row key)
+    root = resolve_data_root(config.data_root)
+    device = resolve_device(config.device, cluster_gpus)
+    summary.device = device
+    for ref in dataset_refs:
+        resolved = str(Path(ref).resolve()) if is_path_like(ref) else ref
+        dataset = load_dataset(resolved, data_root=root)
+        folds = task.folds(dataset)
+        label = dataset.name
+        summary.dataset_labels[resolved] = label
+        _record_sources(config, label, dataset.metadata.get("source_database", ()))
+        data_fp = dataset_fingerprint(dataset)
+        for seed in config.run_seeds:
+            spec = config.specs(seed)
+            protocol = f"{spec.fingerprint()};data={data_fp}"
+            summary.protocols.setdefault(label, set()).add(protocol)
+            for model in model_names:
+                options = _model_options(config, model, device)
+                if model not in identities:
+                    summary.identities[model] = model_identity(config.task, model, options)
+                    identities[model] = summary.identities[model]["model_id"]
+                for point, condition, level in task.points(spec):
+                    setting = setting_name(point)
+                    for fold in folds:
+                        cell = Cell(config.task, resolved, fold, setting, model, seed, spec, condition, level,
+                                    data_root=str(root) if root else None,
+                                    cache_dir=str(Path(config.out).resolve() / "cache"), model_options=options,
+                                    model_id=identities[model], point=point)
+                        fields = {"task": config.task, "dataset": label, "fold": fold, "setting": setting,
+                                  "condition": condition, "model": model, "seed": seed, "protocol": protocol}
+                        fields["key"] = row_key(identities[model], **fields)
+                        cells.append((cell, fields))
+    summary.planned = len(cells)
+    return cells, summary
+
+
+def model_identity(task: str, model: str, options: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    """What a model's rows store beside their numbers (``model_info``, docs/records.md): the identity
+    digest that is part of their key, the options and weights it digests, and the code digest
+    (``harness.records.code_identity``) that a rerun compares to decide whether a finished row is still current."""
+    from harness.records.code_identity import row_code
+
+    if model in get_task(task).model_free:
+        return {"model_id": "", "options": {}, "code": row_code(model, task)}
+    spec = get_spec(model)
+    parts = spec.identity_parts(**dict(options))
+    given = dict(options).get("weights")
+    out: dict[str, Any] = {
+        "model_id": identity_digest(parts), "code": row_code(model, task),
+        # the options that are not the registered ones: what a table names a configuration by
+        "options": {k: v for k, v in sorted(parts.items()) if k != "weights" and spec.options.get(k, _UNSET) != v},
+    }
+    if "weights" in parts:
+        out["weights"] = parts["weights"]
+        out["weights_default"] = given is None
+    return out
+
+
+_UNSET = object()
+
+
+def cell_resources(cell: Cell) -> dict[str, float]:
+    """What a cell asks a cluster for: a GPU when its model runs on one, else one CPU."""
+    on_gpu = str(dict(cell.model_options).get("device", "cpu")).startswith("cuda")
+    return {"num_cpus": 1, "num_gpus": 1} if on_gpu else {"num_cpus": 1}
+
+
+def lost_cell_row(cell: Cell, error: BaseException) -> dict[str, object]:
+    """The row of a cell whose worker died under it (killed, out of memory, its node lost)."""
+    detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return {"status": "error", "error": f"the worker running this cell was lost ({type(error).__name__}): {detail}"[:2000],
+            "seconds": None}
+
+
+def execute(config: RunConfig, log=print) -> RunSummary:
+    single_thread_unless_set()  # a busy CPU: one thread per process (harness.run.threads); workers set their own
+    # a cluster is joined before planning: --device auto asks it, not this machine, for GPUs
+    executor = make_executor(config.jobs, config.executor, config.ray_address, cell_resources)
+    try:
+        return _execute(config, executor, log)
+    finally:
+        executor.close()
+
+
+def _execute(config: RunConfig, executor, log) -> RunSummary:
+    cells, summary = plan(config, getattr(executor, "cluster_gpus", None))
+    if config.device == "auto":
+        log("[device] auto: " + ("models that take a device run on CUDA" if summary.device != "cpu" else
+                                 "no CUDA device " + ("in the Ray cluster" if config.executor == "ray" else "here")
+                                 + ", every model runs on the CPU"))
+    if config.executor == "ray":
+        log(f"[ray] cells run as Ray tasks on {executor.cluster_cpus} CPU(s) and {executor.cluster_gpus} GPU(s)")
+    store = RecordStore(config.records_path)
+    version = code_version()
+    pending: list[tuple[Cell, dict[str, object]]] = []
+    unavailable: dict[str, str | None] = {}
+    codes = {model: identity["code"] for model, identity in summary.identities.items()}
+
+    def current(cell: Cell, key: str) -> bool:
+        """A finished row of the current code (or of code not recorded: rows written before it was)."""
+        row = store.get(key)
+        if row is None or row["status"] != "ok":
+            return False
+        code = recorded_code(row["model_info"])
+        return code is None or code == codes.get(cell.model)
+
+    for cell, fields in cells:
+        key = str(fields["key"])
+        summary.keys.append(key)
+        if not config.rerun and current(cell, key):
+            summary.skipped_done += 1
+            continue
+        if not config.rerun and store.is_done(key):
+            summary.recomputed += 1  # its code changed since: computed again, the new row supersedes it
+        if cell.model not in unavailable:
+            unavailable[cell.model] = (None if cell.model in config.task_object.model_free else
+                                       get_spec(cell.model).unavailable_reason(**dict(cell.model_options)))
+        reason = unavailable[cell.model]
+        if reason is not None:
+            previous = store.get(key)
+            if previous is None or previous["status"] != "unavailable" or previous["error"] != reason:
+                store.write({**fields, "key": key, "status": "unavailable", "error": reason,
+                             "model_info": with_identity("", summary.identities[cell.model]),
+                             "code_version": version, "finished_at": _now()})
+            continue
+        pending.append((cell, fields))
+    for model, reason in unavailable.items():
+        if reason:
+            log(f"[unavailable] {model}: {reason}")
+    measured = store.seconds_by_model(config.task)  # earlier runs' cell costs: probe order and time left
+    pending = _cost_probes_first(pending, measured)
+    fields_of = {cell: fields for cell, fields in pending}
+    bar = Progress(config.task, [c.model for c, _ in pending], measured,
+                   enabled=config.progress)
+
+    def not_done_elsewhere():
+        """Cells in order, minus those another run into the same --out finished meanwhile."""
+        for cell, fields in pending:
+            if not config.rerun:
+                store.refresh()
+                if current(cell, str(fields["key"])):
+                    summary.skipped_done += 1
+                    bar.skipped(cell.model)
+                    continue
+            bar.running(cell.model, str(fields["dataset"]), cell.setting)
+            yield cell
+
+    try:
+        for cell, result in executor.run(run_cell, not_done_elsewhere(), lost_cell_row):
+            fields = fields_of[cell]
+            _keep_arrays(config.out, str(fields["key"]), result.pop(WINDOW_ERRORS, None),  # before its row
+                         result.pop(CELL_FILES, None))
+            result["model_info"] = with_identity(result.get("model_info"), summary.identities[cell.model])
+            store.write({**fields, **result, "code_version": version,
+                         "finished_at": _now()})
+            summary.ran += 1
+            seconds = result.get("seconds")
+            bar.finished(cell.model, float(seconds) if isinstance(seconds, (int, float)) else None)
+    finally:
+        bar.close()
+    for key in summary.keys:
+        row = store.get(key)
+        status = row["status"] if row else "missing"
+        summary.status_counts[status] = summary.status_counts.get(status, 0) + 1
+    return summary
+
+
+def _keep_arrays(out: Path, key: str, windows, files) -> None:
+    """Write a cell's per-window errors and its other arrays (``harness.records.cell_files``) before its row; a full
+    disk or a read-only folder stops the run with one line (every finished row is kept, and the same command
+    resumes)."""
+    try:
+        write_window_errors(out, key, windows)
+        write_cell_files(out, key, files)
+    except OSError as exc:
+        raise RecordStoreError(f"{exc.filename or Path(out) / 'window_errors'}: could not write a cell's arrays "
+                               f"({exc.strerror or exc}); every finished row is kept: free space and rerun "
+                               "the same command to resume") from None
+
+
+def _cost_probes_first(pending: list[tuple[Cell, dict[str, object]]],
+                              measured: dict[str, list[float]]) -> list[tuple[Cell, dict[str, object]]]:
+    """Run two cells of every model whose cost is unknown first (the first one pays for loading the
+    model), so the time-left estimate knows every model's cost after a few cells. Records do not
+    depend on the order; each such model loads once more."""
+    first: dict[str, list[int]] = {}
+    for i, (cell, _) in enumerate(pending):
+        if cell.model not in measured and len(first.setdefault(cell.model, [])) < 2:
+            first[cell.model].append(i)
+    if len(first) < 2:
+        return pending
+    early = [i for idx in first.values() for i in idx]
+    taken = set(early)
+    return [pending[i] for i in early] + [p for i, p in enumerate(pending) if i not in taken]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _record_sources(config, label: str, sources: tuple[str, ...]) -> None:
+    """A user dataset's declared source databases, kept beside the records for the overlap marks (#35)."""
+    from harness.records.dataset_sources import record_declared_sources
+
+    if sources:
+        record_declared_sources(Path(config.records_path).parent, label, tuple(sources))
