@@ -8,7 +8,8 @@ For each subject (the LOSO fold that tests it) it draws exactly the segments, ma
 --rates R --max-windows-per-subject 2`` (``protocols.imputation.build_task``, the same seeded draw) and
 imputes them through the harness's own path (``impute_queries``: the causal prefix, its mask, the
 zero fill, the adapter's CDE regime).  Each query is scored three ways, changing only the control z(t)
-that the decoder reads for t beyond a channel's last observation in the prefix:
+that the decoder reads for t beyond a channel's last observation in the prefix (the adapter's
+``control_beyond``, docs/soter.md):
 
 - ``extrapolate``: the model as shipped and as the authors' code does it: the natural cubic spline of the
   observed prefix, its last cubic piece extended (``models.soter.spline``);
@@ -23,7 +24,6 @@ forward.  Nothing is assumed: every number is measured on the model's outputs.
 from __future__ import annotations
 
 import argparse
-import contextlib
 
 import numpy as np
 import torch
@@ -35,35 +35,6 @@ from protocols.splits import get_fold
 
 BINS = ((1, 1), (2, 4), (5, 16), (17, 32), (33, 64), (65, 10_000))
 VARIANTS = ("extrapolate", "hold", "zero")
-
-
-class ClampedControl:
-    """A spline whose value beyond each row's last knot is held (``hold``) or zero (``zero``)."""
-
-    def __init__(self, spline, variant: str) -> None:
-        self.spline, self.variant = spline, variant
-        n = spline.n
-        self.last = torch.gather(spline.x, 1, (n - 1).clamp(min=0)[:, None])[:, 0]  # [R] last knot time
-
-    def evaluate(self, q: torch.Tensor) -> torch.Tensor:
-        last = self.last if q.dim() == 1 else self.last[:, None]
-        if self.variant == "hold":
-            return self.spline.evaluate(torch.minimum(q, last.to(q.dtype)))
-        return torch.where(q > last, torch.zeros_like(q, dtype=self.spline.y.dtype), self.spline.evaluate(q))
-
-
-@contextlib.contextmanager
-def control(model, variant: str):
-    """Run ``model`` (a SoterModel) with the control beyond the last knot changed as ``variant`` says."""
-    if variant == "extrapolate":
-        yield
-        return
-    original = model.control_spline
-    model.control_spline = lambda *a, **k: ClampedControl(original(*a, **k), variant)
-    try:
-        yield
-    finally:
-        del model.control_spline
 
 
 def gaps_and_controls(task) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -103,7 +74,7 @@ def main() -> None:
     mask = MaskSpec(kind=args.mask, burst_seconds=args.burst_seconds) if args.mask == "contiguous" else MaskSpec()
     spec = ImputationSpec(rates=(args.rate / 100,), length=128, max_windows_per_subject=2, mask=mask)
     subjects = args.subjects or list(dict.fromkeys(r.subject for r in dataset.recordings))
-    models = {name: load_model(name) for name in args.models}
+    models = {(name, variant): load_model(name, control_beyond=variant) for name in args.models for variant in VARIANTS}
     since, zabs, errors = [], [], {"locf": []}
     for subject in subjects:
         task, _ = build_task(dataset, get_fold(dataset, subject), spec, args.rate / 100, seed=0)
@@ -111,11 +82,9 @@ def main() -> None:
         since.append(s)
         zabs.append(z)
         errors["locf"].append(last - truth)
-        for name, adapter in models.items():
-            for variant in VARIANTS:
-                with control(adapter.model, variant):
-                    pred = impute_queries(adapter, task)
-                errors.setdefault(f"{name} {variant}", []).append(pred[index[:, 0], index[:, 1]] - truth)
+        for (name, variant), adapter in models.items():
+            pred = impute_queries(adapter, task)
+            errors.setdefault(f"{name} {variant}", []).append(pred[index[:, 0], index[:, 1]] - truth)
         print(f"{subject}: {len(s)} scored entries", flush=True)
     since, zabs = np.concatenate(since), np.concatenate(zabs)
     err = {k: np.concatenate(v) for k, v in errors.items()}
