@@ -137,3 +137,21 @@ def test_a_bad_mask_option_on_the_command_line_is_one_line_and_exit_2(tmp_path, 
                  "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: burst_seconds must be a positive number of seconds, got -1.0"]
+
+
+def test_a_cell_whose_mask_left_nothing_missing_says_so():
+    """A contiguous mask with a mean gap far longer than a segment leaves whole segments observed; a fold whose
+    segments all stay whole has no query, and its row says that, not that no segment could be drawn."""
+    from baselines.imputation import CarryForward
+    from harness.run.cells import Cell
+    from harness.tasks.imputation import TASK
+
+    ds = make_dataset(n_subjects=3, n_samples=400)
+    fold = get_fold(ds, ds.subjects[0])
+    spec = ImputationSpec(length=32, max_windows_per_subject=2, mask=MaskSpec("contiguous", burst_seconds=100.0))
+    task, _ = build_task(ds, fold, spec, 0.01, 0)
+    assert task.values.shape[0] > 0 and task.observed.all() and not task.queries  # segments drawn, none missing
+    cell = Cell("imputation", ds.name, fold.test_subject, "32", "locf", 0, spec, spec.mask.condition(0.01), 0.01)
+    row = TASK.evaluate(cell, ds, CarryForward())
+    assert row["status"] == "error" and row["error"].startswith(f"nothing to impute for test subject {fold.test_subject}")
+    assert "could be scored" not in row["error"]

@@ -154,16 +154,19 @@ class ErrorTask(Task):
             paths += save_figure(grid, out_dir / stem)
         return paths
 
-    def error_row(self, cell: Cell, out: Any, extra: dict[str, object] | None = None) -> dict[str, object]:
+    def error_row(self, cell: Cell, out: Any, extra: dict[str, object] | None = None,
+                  nothing_scored: str | None = None) -> dict[str, object]:
         """The row of a protocol result with ``errors`` (``protocols.metrics``), ``n_windows``,
-        ``skipped_missing``, ``short_recordings`` and, where kept, per-window ``windows``."""
+        ``skipped_missing``, ``short_recordings`` and, where kept, per-window ``windows``.
+        ``nothing_scored``: the task's own reason when nothing was scored (else the generic one)."""
         from harness.run.cells import WINDOW_ERRORS
 
         extra = extra or {}
         e = out.errors
         counts = {"n_windows": out.n_windows, "skipped_missing": out.skipped_missing,
                   "short_recordings": out.short_recordings}
-        problem = self._unscored_reason(cell, e, out.short_recordings, out.skipped_missing)
+        problem = ((nothing_scored if e.n == 0 else None)
+                   or self._unscored_reason(cell, e, out.short_recordings, out.skipped_missing))
         if problem:
             return {"status": "error", "error": problem, "n_points": e.n, **counts, **extra}
         row = {"status": "ok", "rmse": e.rmse, "mae": e.mae, "sse": e.sse, "sae": e.sae, "n_points": e.n,

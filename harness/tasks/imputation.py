@@ -52,7 +52,17 @@ class Imputation(ErrorTask):
         facts = {"queries": out.n_queries}
         if not cell.spec.mask.is_paper:  # the paper's rows keep their details byte for byte
             facts["missing_share"] = round(out.missing_share, 6)
-        return self.error_row(cell, out, {"details": details(**facts)})
+        return self.error_row(cell, out, {"details": details(**facts)}, nothing_scored=self._nothing_missing(cell, out))
+
+    @staticmethod
+    def _nothing_missing(cell, out) -> str | None:
+        """Why a cell whose segments were drawn has no query: its mask left nothing missing (a contiguous mask
+        whose mean gap is as long as a segment leaves many segments whole), not a lack of segments."""
+        if out.n_windows == 0 or out.n_queries:
+            return None
+        return (f"nothing to impute for test subject {cell.fold}: the mask left every entry of its {out.n_windows} "
+                f"segment(s) of {cell.setting} samples observed after the warm-up (a mean gap as long as a segment "
+                "leaves whole segments observed: a shorter --burst-seconds or a longer --segment-length)")
 
     def paper_cells(self, frame, paper_dataset):
         """RMSE and MAE per missing rate (the paper's tab:e-imp25, -50, -75), mean ± std over seeds."""

@@ -9,6 +9,7 @@ import torch
 
 from models.soter.config import SoterConfig, preset
 from models.soter.model import ROLLOUTS, SoterModel
+from models.soter.spline import BEYOND
 from protocols.interface import Capabilities, Model, SeriesBatch
 
 # how far an adaptive solve may move a row when its batch companions change (see batch_tolerance)
@@ -20,16 +21,21 @@ class SoterAdapter(Model):
 
     def __init__(self, model: SoterModel, name: str = "soter", rollout: str = "autoregressive",
                  per_channel: bool = False, device: str = "cpu", batch_size: int = 256, source: str = "",
-                 checkpoint: Path | None = None) -> None:
+                 checkpoint: Path | None = None, control_beyond: str = "extrapolate") -> None:
         if rollout not in ROLLOUTS:
             raise ValueError(f"rollout must be one of {ROLLOUTS}, got {rollout!r}")
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if control_beyond not in BEYOND:
+            raise ValueError(f"control_beyond must be one of {BEYOND}, got {control_beyond!r}")
         self.name = name
         self.model = model.to(device).eval()
         self.rollout, self.per_channel, self.device, self.batch_size = rollout, per_channel, device, batch_size
         self.source = source
         self.checkpoint = checkpoint  # the folder of our own checkpoint format, when loaded from one
+        # imputation's control past a channel's last observation: the authors' spline extrapolation by default;
+        # "hold" / "zero" are departures for long gaps (docs/stress-tests.md, "Why SOTER diverges inside gaps")
+        self.control_beyond = control_beyond
         if per_channel:  # the official univariate evaluation: each channel alone
             self.capabilities = Capabilities(forecast=True, impute=True, embed=True, multivariate=False,
                                              min_context=2)
@@ -69,12 +75,13 @@ class SoterAdapter(Model):
 
     @torch.inference_mode()
     def _impute(self, batch: SeriesBatch, query_time: np.ndarray) -> np.ndarray:
-        """CDE regime: zero-filled masked prefix, spline control from its observed points, one
-        solve to the query time, no write-back."""
+        """CDE regime: zero-filled masked prefix, spline control from its observed points (past a
+        channel's last observation as ``control_beyond`` says), one solve to the query time, no write-back."""
         values, times, mask = self._tensors(batch)
         q = torch.as_tensor(query_time, dtype=torch.float64, device=self.device)[:, None]
         out = [self.model.predict(values[a:a + self.batch_size], times[a:a + self.batch_size],
-                                  mask[a:a + self.batch_size], q[a:a + self.batch_size], controlled=True)[..., 0]
+                                  mask[a:a + self.batch_size], q[a:a + self.batch_size], controlled=True,
+                                  control_beyond=self.control_beyond)[..., 0]
                for a in self._chunks(len(values))]
         return torch.cat(out).double().cpu().numpy()
 
@@ -88,6 +95,8 @@ class SoterAdapter(Model):
     def describe(self) -> dict[str, object]:
         info = {"name": self.name, "source": self.source, "rollout": self.rollout, "per_channel": self.per_channel,
                 "config": self.model.config.to_dict()}
+        if self.control_beyond != "extrapolate":  # named only when departed from, so the default's records stay as they were
+            info["control_beyond"] = self.control_beyond
         if self.checkpoint is not None and (self.checkpoint / "SHA256SUMS").is_file():
             from models.registry import weights_digest  # names the exact weights a record was computed with
 
@@ -97,24 +106,28 @@ class SoterAdapter(Model):
 
 
 def load_soter(weights: str | Path | None = None, rollout: str = "autoregressive", per_channel: bool = False,
-               device: str = "cpu", name: str = "soter", batch_size: int = 256, seed: int = 0) -> SoterAdapter:
+               device: str = "cpu", name: str = "soter", batch_size: int = 256, seed: int = 0,
+               control_beyond: str = "extrapolate") -> SoterAdapter:
     """The trained checkpoint (shipped, or ``weights=DIR``). ``batch_size``: rows per forward pass (memory).
-    ``seed``: passed by the harness to every model; unused, a trained SOTER is deterministic."""
+    ``seed``: passed by the harness to every model; unused, a trained SOTER is deterministic.
+    ``control_beyond``: imputation's spline control past a channel's last observation (``extrapolate``, the
+    authors'; ``hold`` or ``zero``: ``--model-option soter.control_beyond=hold``, docs/soter.md)."""
     from models.soter.io import from_pretrained
     from models.soter.registration import checkpoint_dir
 
     folder = checkpoint_dir(weights)
     return SoterAdapter(from_pretrained(folder), name=name, rollout=rollout, per_channel=per_channel, device=device,
-                        batch_size=batch_size, source=str(folder), checkpoint=folder)
+                        batch_size=batch_size, source=str(folder), checkpoint=folder, control_beyond=control_beyond)
 
 
 def load_soter_anchored(weights: str | Path | None = None, rollout: str = "per-query", per_channel: bool = False,
                         device: str = "cpu", name: str = "soter-anchored", batch_size: int = 256,
-                        seed: int = 0) -> SoterAdapter:
+                        seed: int = 0, control_beyond: str = "extrapolate") -> SoterAdapter:
     """The shipped checkpoint with options beyond the paper (``soter-cpu-64-anchored``), or ``weights=DIR``."""
     from models.soter.registration import anchored_checkpoint_dir
 
-    return load_soter(anchored_checkpoint_dir(weights), rollout, per_channel, device, name, batch_size, seed)
+    return load_soter(anchored_checkpoint_dir(weights), rollout, per_channel, device, name, batch_size, seed,
+                      control_beyond)
 
 
 def load_random_tiny(seed: int = 0, rollout: str = "autoregressive", per_channel: bool = False,

@@ -148,22 +148,27 @@ class SoterModel(nn.Module):
         return Encoded(self.norm(x), aux, experts, c)
 
     # -- heads -------------------------------------------------------------------------------
-    def control_spline(self, values: torch.Tensor, timestamps: torch.Tensor, mask: torch.Tensor) -> NaturalCubicSpline:
-        """Natural cubic spline per (sample, channel) row through its observed prefix points."""
+    def control_spline(self, values: torch.Tensor, timestamps: torch.Tensor, mask: torch.Tensor,
+                       beyond: str = "extrapolate") -> NaturalCubicSpline:
+        """Natural cubic spline per (sample, channel) row through its observed prefix points; ``beyond``: its
+        value past a row's last observation (``models.soter.spline``; the authors' extrapolation by default)."""
         b, c, t = values.shape
         times = timestamps.double().repeat_interleave(c, dim=0)
-        return NaturalCubicSpline(times, values.reshape(b * c, t).double(), mask.reshape(b * c, t))
+        return NaturalCubicSpline(times, values.reshape(b * c, t).double(), mask.reshape(b * c, t), beyond)
 
     def predict(self, values: torch.Tensor, timestamps: torch.Tensor, mask: torch.Tensor,
-                query_times: torch.Tensor, controlled: bool = False) -> torch.Tensor:
+                query_times: torch.Tensor, controlled: bool = False,
+                control_beyond: str = "extrapolate") -> torch.Tensor:
         """One backbone pass, one solve from h_T to every query time: [B, C, Q].
 
-        ``controlled``: the CDE regime (spline control from the observed prefix), else z = 0.
+        ``controlled``: the CDE regime (spline control from the observed prefix), else z = 0;
+        ``control_beyond``: the control past a channel's last observation (``models.soter.spline``).
         """
-        return self.predict_with_readouts(values, timestamps, mask, query_times, controlled)[0]
+        return self.predict_with_readouts(values, timestamps, mask, query_times, controlled, control_beyond)[0]
 
     def predict_with_readouts(self, values: torch.Tensor, timestamps: torch.Tensor, mask: torch.Tensor,
-                              query_times: torch.Tensor, controlled: bool = False
+                              query_times: torch.Tensor, controlled: bool = False,
+                              control_beyond: str = "extrapolate"
                               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, WindowFrame]:
         """``predict``'s [B, C, Q], with the raw readouts it came from ([B*C, Q] at the queries,
         [B*C, 1] at t_T) and the frame (training's auxiliary loss needs them)."""
@@ -173,7 +178,7 @@ class SoterModel(nn.Module):
         h_last = enc.hidden[:, -1].to(self.decoder.readout.weight.dtype)
         t_last = timestamps[:, -1].double().repeat_interleave(c)
         t_query = query_times.double().repeat_interleave(c, dim=0)
-        spline = self.control_spline(inputs, timestamps, mask) if controlled else None
+        spline = self.control_spline(inputs, timestamps, mask, control_beyond) if controlled else None
         readout = self.decoder(h_last, t_last, t_query, spline)
         readout_last = self.decoder.readout(h_last)
         return self.to_data_units(readout, readout_last, fr).view(b, c, -1), readout, readout_last, fr

@@ -3,8 +3,12 @@
 Each row has its own observed knots (a mask selects them); the second derivatives come from
 a batched Thomas solve with identity equations for padding, so rows with different numbers of
 observations share one solve.  Evaluation beyond the last knot extends the last cubic piece,
-as ``scipy.interpolate.CubicSpline(bc_type="natural", extrapolate=True)`` does.  Rows with one
-observation are constant; rows with none are zero.
+as ``scipy.interpolate.CubicSpline(bc_type="natural", extrapolate=True)`` does (the authors' code;
+``beyond="extrapolate"``, the default).  That extension grows like the cube of the distance past the last
+knot, so over a long gap it leaves the data's range (docs/stress-tests.md, "Why SOTER diverges inside
+gaps"); ``beyond="hold"`` keeps the value at the last knot there and ``beyond="zero"`` gives 0 (the
+paper's "no control beyond the observation span", read per row).  Rows with one observation are
+constant (``zero``: 0 after it); rows with none are zero.
 """
 
 from __future__ import annotations
@@ -12,9 +16,15 @@ from __future__ import annotations
 import torch
 
 
+BEYOND = ("extrapolate", "hold", "zero")  # the value past a row's last knot (the module's doc)
+
+
 class NaturalCubicSpline:
-    def __init__(self, t: torch.Tensor, y: torch.Tensor, observed: torch.Tensor) -> None:
-        """t [R, M] increasing, y [R, M], observed [R, M] bool."""
+    def __init__(self, t: torch.Tensor, y: torch.Tensor, observed: torch.Tensor, beyond: str = "extrapolate") -> None:
+        """t [R, M] increasing, y [R, M], observed [R, M] bool; ``beyond``: one of ``BEYOND``."""
+        if beyond not in BEYOND:
+            raise ValueError(f"beyond must be one of {BEYOND}, got {beyond!r}")
+        self.beyond = beyond
         order = torch.argsort((~observed).to(torch.int8), dim=1, stable=True)  # observed first, in time order
         n = observed.sum(1)
         x = torch.gather(t, 1, order)
@@ -69,6 +79,10 @@ class NaturalCubicSpline:
         squeeze = q.dim() == 1
         q2 = q[:, None] if squeeze else q
         n = self.n[:, None]
+        last = torch.gather(self.x, 1, (n - 1).clamp(min=0))  # [R, 1] the last knot (padding when n = 0)
+        beyond = (n >= 1) & (q2 > last)
+        if self.beyond == "hold":
+            q2 = torch.where(beyond, last.to(q2.dtype), q2)
         j = torch.searchsorted(self.x, q2.contiguous(), right=True) - 1
         j = torch.minimum(torch.clamp(j, min=0), (n - 2).clamp(min=0))
         j1 = torch.minimum(j + 1, (n - 1).clamp(min=0))
@@ -79,4 +93,6 @@ class NaturalCubicSpline:
         left, right = x1 - q2, q2 - x0
         cubic = (m0 * left**3 + m1 * right**3) / (6 * h) + (y0 / h - m0 * h / 6) * left + (y1 / h - m1 * h / 6) * right
         out = torch.where(n >= 2, cubic, torch.where(n == 1, y0, torch.zeros_like(y0)))
+        if self.beyond == "zero":
+            out = torch.where(beyond, torch.zeros_like(out), out)
         return out[:, 0] if squeeze else out
