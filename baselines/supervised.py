@@ -19,18 +19,21 @@ SUPERVISED_TASKS = ("forecasting", "noise")  # the tasks whose cells go through 
 
 
 def sliding_windows(series: list[np.ndarray], length: int, max_windows: int) -> np.ndarray:
-    """[N, length] gap-free windows of the training series, at most ``max_windows`` of them, evenly spaced over
-    every series' candidate starts (deterministic: no draw, so the fit depends on the data only)."""
+    """[N, length] gap-free windows of the training series: of every series' windows (stride 1), at most
+    ``max_windows`` evenly spaced ones, those with a missing sample dropped (deterministic: no draw, so the fit
+    depends on the data only). Only the chosen windows are copied (a long recording has millions)."""
     views = [np.lib.stride_tricks.sliding_window_view(s, length) for s in series if s.shape[0] >= length]
     if not views:
         raise ValueError(f"no training recording is at least {length} samples long")
-    windows = np.concatenate(views)
+    offsets = np.cumsum([0] + [v.shape[0] for v in views])
+    chosen = np.arange(offsets[-1]) if offsets[-1] <= max_windows else \
+        np.unique(np.linspace(0, offsets[-1] - 1, max_windows).round().astype(np.int64))
+    which = np.searchsorted(offsets, chosen, side="right") - 1
+    windows = np.stack([views[i][j] for i, j in zip(which, chosen - offsets[which])])
     windows = windows[np.all(np.isfinite(windows), axis=1)]
     if windows.shape[0] == 0:
         raise ValueError(f"no gap-free training window of {length} samples")
-    if windows.shape[0] > max_windows:
-        windows = windows[np.linspace(0, windows.shape[0] - 1, max_windows).round().astype(np.int64)]
-    return np.ascontiguousarray(windows)
+    return windows
 
 
 class SupervisedModel(Model):
