@@ -81,6 +81,25 @@ def _quiet():
             lg.setLevel(level)
 
 
+@contextlib.contextmanager
+def _interrupts_kept():
+    """Ctrl-C (or SIGTERM) during training stays an interrupt: lightning catches it, ignores SIGINT from then on
+    and exits with status 1, which would cost the harness its "rerun to resume" exit (130, 143) and its handler."""
+    import signal
+
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    except SystemExit as exc:
+        if isinstance(exc.__context__, KeyboardInterrupt):
+            raise exc.__context__ from None  # the harness's own (Terminated for SIGTERM)
+        raise
+    finally:
+        if signal.getsignal(signal.SIGINT) is not handler:
+            with contextlib.suppress(ValueError, TypeError):  # not the main thread, or a handler set in C
+                signal.signal(signal.SIGINT, handler)
+
+
 def _dataset(series: list[np.ndarray]):
     import pandas as pd
     from gluonts.dataset.common import ListDataset
@@ -121,7 +140,7 @@ class _Gluonts(SupervisedModel):
         data = [s for s in series.univariate() if np.isfinite(s).sum() >= series.context + series.horizon]
         if not data:
             raise ValueError(f"no training series has {series.context + series.horizon} observed samples")
-        with _quiet(), tempfile.TemporaryDirectory(prefix="soter-bench-gluonts-") as root:
+        with _interrupts_kept(), _quiet(), tempfile.TemporaryDirectory(prefix="soter-bench-gluonts-") as root:
             pl.seed_everything(seed, verbose=False)
             out = self._estimator(series.context, series.horizon, root).train_model(_dataset(data))
         return out.predictor
@@ -158,8 +177,9 @@ class _Gluonts(SupervisedModel):
 
 def _note(name: str, what: str) -> str:
     b = TrainingBudget()
-    return (f"{name}: gluonts {what}, trained in every cell on the fold's training subjects ({b.epochs} epochs x "
-            f"{b.batches_per_epoch} batches of {b.batch_size} windows, seeded; point = median; docs/supervised.md)")
+    return (f"{name}: gluonts {what}, trained in every cell on the fold's training subjects (default budget "
+            f"{b.epochs} epochs x {b.batches_per_epoch} batches of {b.batch_size} windows, seeded; point = median; "
+            "docs/supervised.md)")
 
 
 _SPEC = dict(family=SUPERVISED, default=False, tasks=SUPERVISED_TASKS, requires=("gluonts", "lightning"),
