@@ -226,3 +226,24 @@ def test_ctrl_c_during_training_stays_an_interrupt(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         interface.fit(load_model("dlinear", seed=0, **TINY_TRAINING), fold_training_series(ds, fold, SETTING), 0)
     assert signal.getsignal(signal.SIGINT) is handler
+
+
+def test_tables_show_the_supervised_group_apart_and_rank_it_apart(folder, tmp_path):
+    from harness.reporting.tables import SUPERVISED_GROUP, error_table, render
+
+    options = {"settings": (Setting(32, 16), Setting(48, 24)), "max_windows_per_subject": 3}
+    run = execute(RunConfig(datasets=(str(folder),), models=("last-value", "drift", "ridge"), out=tmp_path / "o",
+                            progress=False, options=options))
+    frame = read_records(run.records_path)
+    both = error_table(frame, "forecasting")
+    alone = error_table(frame[frame.model != "ridge"], "forecasting")
+    assert both.supervised == ("ridge",) and alone.supervised == ()
+    text, zero_shot = render(both).splitlines(), render(alone).splitlines()
+    label = text.index("-- supervised --")
+    assert label > max(i for i, line in enumerate(text) if line.startswith(("last-value", "drift")))
+    assert text[label + 1].startswith("ridge") and "¹" in text[label + 1]  # the best of its own group
+    # the zero-shot rows are ranked exactly as without the supervised model
+    assert [line.split() for line in text if line.startswith(("last-value", "drift"))] == \
+        [line.split() for line in zero_shot if line.startswith(("last-value", "drift"))]
+    assert f"*{SUPERVISED_GROUP}*" in render(both, "markdown")
+    assert r"\midrule \multicolumn{3}{l}{\emph{supervised" in render(both, "latex")
