@@ -247,3 +247,9 @@ def test_tables_show_the_supervised_group_apart_and_rank_it_apart(folder, tmp_pa
         [line.split() for line in zero_shot if line.startswith(("last-value", "drift"))]
     assert f"*{SUPERVISED_GROUP}*" in render(both, "markdown")
     assert r"\midrule \multicolumn{3}{l}{\emph{supervised" in render(both, "latex")
+    # the report's leaderboard says which rows are supervised (a column only when there are any)
+    from harness.reporting.stats_report import write_statistics
+
+    write_statistics(frame, run.records_path.parent, tmp_path / "stats")
+    board = pd.read_csv(tmp_path / "stats" / "leaderboard_forecasting.csv", index_col=0)
+    assert board["training"].to_dict() == {"last-value": "zero-shot", "drift": "zero-shot", "ridge": SUPERVISED_GROUP}
