@@ -253,3 +253,21 @@ def test_tables_show_the_supervised_group_apart_and_rank_it_apart(folder, tmp_pa
     write_statistics(frame, run.records_path.parent, tmp_path / "stats")
     board = pd.read_csv(tmp_path / "stats" / "leaderboard_forecasting.csv", index_col=0)
     assert board["training"].to_dict() == {"last-value": "zero-shot", "drift": "zero-shot", "ridge": SUPERVISED_GROUP}
+
+
+def test_noise_task_trains_on_the_clean_training_subjects(folder, tmp_path):
+    """The noise study corrupts the test context only: the fit sees the same clean training series at every level."""
+    from protocols.noise import evaluate_noise
+    from protocols.specs import NoiseSpec
+
+    ds, fold, _ = _setup()
+    spy = Spy()
+    spec = NoiseSpec(settings=(SETTING,), levels=(0.0, 0.5), sampling=SamplingSpec(max_windows_per_subject=3))
+    for level in spec.levels:
+        evaluate_noise(spy, ds, fold, SETTING, spec, level, seed=0)
+    clean, noisy = spy.seen
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(clean.values, noisy.values))
+    run = execute(RunConfig(task="noise", datasets=(str(folder),), models=("ridge",), out=tmp_path / "n",
+                            progress=False, options={"settings": (SETTING,), "levels": (0.0, 0.3),
+                                                     "max_windows_per_subject": 3}))
+    assert set(read_records(run.records_path).status) == {"ok"}
