@@ -176,7 +176,7 @@ def _cli(args, out):
 
 def _config(folder, out) -> RunConfig:
     return RunConfig(datasets=(str(folder),), models=("ridge", "dlinear"), out=out, progress=False,
-                     options={"settings": (Setting(32, 16), Setting(48, 24)), "max_windows_per_subject": 3},
+                     options={"settings": (SETTING,), "max_windows_per_subject": 3},
                      model_options=tuple(("dlinear", k, v) for k, v in TINY_TRAINING.items()))
 
 
@@ -186,7 +186,7 @@ def test_interrupted_supervised_run_resumes_to_the_records_of_an_uninterrupted_r
     and exits 130; the rerun trains only the missing cells and ends with the records of an uninterrupted run."""
     env = {**os.environ, "SOTER_BENCH_PLUGINS": "tests.plugin_models", "PYTHONPATH": str(REPO),
            "OMP_NUM_THREADS": "1"}
-    args = ["--dataset", str(folder), "--models", "ridge", "dlinear", "--settings", "32/16", "48/24",
+    args = ["--dataset", str(folder), "--models", "ridge", "dlinear", "--settings", SETTING.name,
             "--max-windows-per-subject", "3", "--model-option", *TINY_FLAGS]
     interrupted = tmp_path / "interrupted"
     proc = subprocess.Popen(_cli(args, interrupted), cwd=REPO, env=env, stdout=subprocess.PIPE,
@@ -194,16 +194,16 @@ def test_interrupted_supervised_run_resumes_to_the_records_of_an_uninterrupted_r
     records = interrupted / "records.csv"
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
-        if records.exists() and len(records.read_text().splitlines()) >= 4:  # header + 3 of 12 rows
+        if records.exists() and len(records.read_text().splitlines()) >= 3:  # header + 2 of 6 rows
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     partial = read_records(records)
-    assert proc.returncode == 130 and 3 <= len(partial) < 12, err.decode()
+    assert proc.returncode == 130 and 2 <= len(partial) < 6, err.decode()
     assert b"rerun the same command to resume" in err
     resumed = execute(_config(folder, interrupted))  # the same run as the command line's
-    assert resumed.ran == 12 - len(partial) and resumed.skipped_done == len(partial)
+    assert resumed.ran == 6 - len(partial) and resumed.skipped_done == len(partial)
     clean = execute(_config(folder, tmp_path / "clean"))
     pd.testing.assert_frame_equal(_metrics(records), _metrics(clean.records_path))
     frame = read_records(records)
