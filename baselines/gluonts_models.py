@@ -165,7 +165,7 @@ class _Gluonts(SupervisedModel):
     def _predict(self, predictor, contexts: list[np.ndarray]) -> list:
         import torch
 
-        torch.manual_seed(self.seed)  # sample paths (DeepAR): the same input gives the same forecast
+        torch.manual_seed(self.fit_seed)  # sample paths (DeepAR): the cell's seed, the same input the same forecast
         return list(predictor.predict(_dataset(contexts)))
 
     def describe(self) -> dict[str, object]:

@@ -44,13 +44,14 @@ class SupervisedModel(Model):
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
+        self.fit_seed = seed  # the cell's seed of the last fit: what a sampling forecast draws with
         self._fitted: object | None = None
         self._setting: tuple[int, int] | None = None
 
     def _fit(self, series: TrainingSeries, seed: int) -> None:
         self._fitted, self._setting = None, None  # a failed fit leaves no earlier model behind
         self._fitted = self._train(series, seed)
-        self._setting = (series.context, series.horizon)
+        self._setting, self.fit_seed = (series.context, series.horizon), seed
 
     def _train(self, series: TrainingSeries, seed: int) -> object:
         raise NotImplementedError

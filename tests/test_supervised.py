@@ -131,6 +131,21 @@ def test_training_is_seeded():
     assert not np.array_equal(forecast(1), first)
 
 
+@needs_gluonts
+def test_deepar_samples_with_the_cells_seed_not_the_factorys():
+    """The harness passes every factory seed 0 and the cell's seed (--seeds) to the fit: DeepAR's sample paths
+    are drawn with the latter, so two loads trained with one cell seed forecast alike."""
+    ds, fold, _ = _setup()
+    train = fold_training_series(ds, fold, SETTING)
+    batch = random_series(2, 1, SETTING.context)
+    out = []
+    for factory_seed in (0, 5):
+        model = load_model("deepar", seed=factory_seed, **TINY_TRAINING)
+        interface.fit(model, train, seed=1)
+        out.append(interface.forecast(model, batch, queries(batch, SETTING.horizon)))
+    np.testing.assert_array_equal(out[0], out[1])
+
+
 def test_forecast_before_training_or_for_another_setting_is_a_clear_error():
     ds, fold, _ = _setup()
     model = Ridge()
