@@ -13,6 +13,10 @@ import baselines.fracast_model  # noqa: F401
 import baselines.imputation  # noqa: F401
 import baselines.features  # noqa: F401
 
+# supervised references trained on each fold's training subjects (off by default; gluonts: extra supervised)
+import baselines.supervised  # noqa: F401
+import baselines.gluonts_models  # noqa: F401
+
 # foundation-model baselines of the paper (cheap: cards only; each library is imported on load)
 import baselines.chronos_model  # noqa: F401
 import baselines.timesfm_model  # noqa: F401

@@ -68,9 +68,23 @@ class _refused:
         return issubclass(kind, (ModelInputError, ValueError))  # anything else propagates
 
 
+# a supervised gluonts model's smallest training budget (its factory options): contract tests in seconds
+TINY_TRAINING = {"epochs": 1, "batches_per_epoch": 2, "batch_size": 8}
+
+
 def check_forecast_contract(spec: ModelSpec, t: int = 48, h: int = 24, b: int = 5, c: int = 3,
-                            atol: float = 1e-6) -> None:
-    model = spec.load(seed=0)
+                            atol: float = 1e-6, options: dict | None = None) -> None:
+    """The forecasting contract of a registered model (``options``: passed to its factory, e.g. a supervised
+    model's small training budget). A supervised model (``capabilities.fit``) is first trained, as in every
+    cell, on a toy fold's training subjects for the setting ``t``/``h``; it is probed with
+    :func:`protocols.leakage.probe_fit` and not for imputation (it takes no part in that task)."""
+    options = options or {}
+    toy = toy_dataset(n_subjects=3, n_samples=2 * (t + h), channels=("a", "b"))
+
+    def load():
+        return _trained(spec.load(seed=0, **options), toy, t, h)
+
+    model = load()
     batch = series(b, c, t)
     q = queries(batch, h)
     out = interface.forecast(model, batch, q)
@@ -87,9 +101,13 @@ def check_forecast_contract(spec: ModelSpec, t: int = 48, h: int = 24, b: int = 
     # windows' contexts, so a model that remembered an earlier call could read the future
     longer = series(b, c, t + 30, seed=1)
     cut = SeriesBatch(longer.values[:, :, :t], longer.timestamps[:, :t])
-    fresh = interface.forecast(spec.load(seed=0), cut, queries(cut, h))
-    used = spec.load(seed=0)
-    interface.forecast(used, longer, queries(longer, h))  # sees what follows the cut
+    fresh = interface.forecast(load(), cut, queries(cut, h))
+    used = load()
+    if not used.capabilities.fit:  # a supervised model is trained for one context length only
+        interface.forecast(used, longer, queries(longer, h))  # sees what follows the cut
+    else:
+        later = SeriesBatch(longer.values[:, :, 30:], longer.timestamps[:, 30:])  # the context after the cut
+        interface.forecast(used, later, queries(later, h))
     np.testing.assert_allclose(interface.forecast(used, cut, queries(cut, h)), fresh, atol=atol)
 
     # per-channel models: channel 0's forecast ignores channel 1
@@ -100,16 +118,18 @@ def check_forecast_contract(spec: ModelSpec, t: int = 48, h: int = 24, b: int = 
         np.testing.assert_allclose(moved[:, :-1], out[:, :-1], atol=atol)
 
     # determinism under a seed
-    again = interface.forecast(spec.load(seed=0), batch, q)
+    again = interface.forecast(load(), batch, q)
     np.testing.assert_allclose(again, out, atol=atol)
 
-    # the default (or native) causal imputation returns one value per channel
-    imputed = interface.impute(model, batch, q[:, 0])
-    assert imputed.shape == (b, c) and np.isfinite(imputed).all()
-    if not model.capabilities.impute:
-        np.testing.assert_allclose(imputed, out[:, :, 0], atol=atol)
-
-    _probe_leakage(model, t, h)
+    if model.capabilities.fit:
+        _probe_fit(model, toy, t, h)
+    else:
+        # the default (or native) causal imputation returns one value per channel
+        imputed = interface.impute(model, batch, q[:, 0])
+        assert imputed.shape == (b, c) and np.isfinite(imputed).all()
+        if not model.capabilities.impute:
+            np.testing.assert_allclose(imputed, out[:, :, 0], atol=atol)
+        _probe_leakage(model, t, h)
 
     # a context shorter than the model accepts is a clear error, not garbage
     short = model.capabilities.min_context - 1
@@ -117,6 +137,28 @@ def check_forecast_contract(spec: ModelSpec, t: int = 48, h: int = 24, b: int = 
         tiny = series(1, 1, short)
         with _refused(f"a context of {short} samples (min_context - 1)"):
             interface.forecast(model, tiny, queries(tiny, h))
+
+
+def _trained(model, dataset, t: int, h: int):
+    """``model`` itself, trained first on the first fold's training subjects when it is a supervised model."""
+    if model.capabilities.fit:
+        from protocols.forecasting import fold_training_series
+        from protocols.specs import Setting
+        from protocols.splits import loso_folds
+
+        interface.fit(model, fold_training_series(dataset, loso_folds(dataset)[0], Setting(t, h)), seed=0)
+    return model
+
+
+def _probe_fit(model, dataset, t: int, h: int) -> None:
+    """A supervised model's leakage probe: what it fitted cannot depend on the test subject or the future."""
+    from protocols.leakage import probe_fit
+    from protocols.specs import ForecastingSpec, SamplingSpec, Setting
+    from protocols.splits import loso_folds
+
+    setting = Setting(t, h)
+    probe_fit(model, dataset, loso_folds(dataset)[0], setting,
+              ForecastingSpec(settings=(setting,), sampling=SamplingSpec(max_windows_per_subject=2)), n_windows=1)
 
 
 def _probe_leakage(model, t: int, h: int) -> None:

@@ -426,7 +426,7 @@ def _print_statistics(frame, task: str, out: Path, reference: str | None, quiet:
 
 def _list(what: str) -> int:
     from models.pretraining import data_line
-    from models.registry import all_specs
+    from models.registry import FAMILY_LABELS, all_specs
     from protocols.datasets import all_datasets
 
     if what in ("datasets", "all"):
@@ -440,6 +440,8 @@ def _list(what: str) -> int:
             print(f"  {name:<22} {status:<17} {spec.family:<12} licence: {spec.licence}"
                   f"{'  ' + spec.default_label() if spec.default_label() else ''}")
             print(f"  {'':<22} {spec.description}")
+            if spec.family in FAMILY_LABELS:
+                print(f"  {'':<22} {FAMILY_LABELS[spec.family]}")
             print(f"  {'':<22} capabilities: {_capabilities(spec)}; tasks: {', '.join(spec.tasks)}")
             print(f"  {'':<22} pre-training data: {data_line(name)}")
             if reason:
@@ -459,7 +461,7 @@ def _capabilities(spec) -> str:
     caps = spec.model_capabilities()
     if caps is None:
         return "declared by the model when it loads"
-    does = [k for k in ("forecast", "quantiles", "impute", "embed") if getattr(caps, k)]  # quantiles: CRPS/WQL
+    does = [k for k in ("forecast", "quantiles", "impute", "embed", "fit") if getattr(caps, k)]  # quantiles: CRPS/WQL
     parts = ["+".join(does) or "none", "multivariate" if caps.multivariate else "per channel"]
     if caps.min_context > 1 or caps.max_context is not None:
         parts.append(f"context {caps.min_context}..{caps.max_context if caps.max_context is not None else ''}")

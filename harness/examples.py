@@ -16,7 +16,7 @@ import pandas as pd
 from harness.reporting.figures import EXACT, model_index, model_style, pyplot, save_png_pdf
 from models.registry import get_spec
 from protocols.data import Dataset
-from protocols.forecasting import fold_windows, predict_windows
+from protocols.forecasting import fit_for_fold, fold_windows, predict_windows
 from protocols.specs import ForecastingSpec, SamplingSpec, Setting
 from protocols.splits import loso_folds
 
@@ -45,6 +45,7 @@ def forecast_example(dataset: Dataset, models: list[str], setting: Setting, seed
         if reason is not None:
             raise ValueError(f"{name}: {reason}")
         model = spec_.load(**(options or {}).get(name, {}))
+        fit_for_fold(model, dataset, fold, setting, spec)  # a supervised model: on this fold's training subjects
         first = type(arrays)(arrays.context[:1], arrays.context_times[:1], arrays.target[:1], arrays.target_times[:1])
         add(name, predict_windows(model, first, 1)[0], arrays.target_times[0])
     frame = pd.DataFrame(rows)

@@ -107,12 +107,17 @@ class Unavailable(str):
         return obj
 
 
+SUPERVISED = "supervised"  # the family of models trained on each fold's training subjects (Capabilities.fit)
+# how `harness list`, the tables and the report name a family where it must not be mistaken for another
+FAMILY_LABELS = {SUPERVISED: "supervised (trained on the fold's training subjects)"}
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
     factory: str  # "module:callable"
     description: str
-    family: str = "baseline"  # "baseline" | "statistical" | "foundation" | "soter"
+    family: str = "baseline"  # "baseline" | "statistical" | "foundation" | "soter" | "supervised" (trained per fold)
     licence: str = "n/a (no weights)"
     requires: tuple[str, ...] = ()  # importable module names; a missing one makes it unavailable
     extra: str | None = None  # pip extra that installs ``requires``
@@ -134,6 +139,11 @@ class ModelSpec:
     native_horizon: int | None = None  # steps one forward pass produces (`harness list`); None: not one number
     hub_weights: bool = False  # --weights may name a Hugging Face repository (ORG/REPO) instead of a folder
     paper_params: str | None = None  # its parameter count as the paper prints it (the System Overhead table)
+
+    @property
+    def supervised(self) -> bool:
+        """Trained on each fold's training subjects: tables show it in its own group, never ranked with zero-shot."""
+        return self.family == SUPERVISED
 
     def is_default_for(self, task: str) -> bool:
         """Whether a run of ``task`` with no ``--models`` includes this model."""

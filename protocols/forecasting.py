@@ -10,7 +10,7 @@ import numpy as np
 
 from protocols import interface
 from protocols.data import Dataset
-from protocols.interface import Model, SeriesBatch
+from protocols.interface import Model, SeriesBatch, TrainingSeries
 from protocols.metrics import ErrorSums, WindowErrors, error_sums, window_errors
 from protocols.modality import channel_modalities
 from protocols.scaling import fit_fold_scaler
@@ -40,6 +40,24 @@ def fold_windows(dataset: Dataset, fold: Fold, setting: Setting, spec: Forecasti
         target_times=raw.target_times,
     )
     return arrays, selection
+
+
+def fold_training_series(dataset: Dataset, fold: Fold, setting: Setting) -> TrainingSeries:
+    """What a supervised model trains on in a fold: the training subjects' recordings under the fold's MinMax
+    (fitted on them), whole; the test subject's recordings are never read."""
+    scaler = fit_fold_scaler(dataset, fold)
+    recordings = dataset.recordings_of(fold.train_subjects)
+    if any(r.subject == fold.test_subject for r in recordings):  # Fold forbids it; a leak is never silent
+        raise ValueError(f"fold of {fold.test_subject!r}: the test subject is among the training subjects")
+    return TrainingSeries(values=tuple(scaler.transform(r.values) for r in recordings),
+                          subjects=tuple(r.subject for r in recordings), channels=tuple(dataset.channels),
+                          context=setting.context, horizon=setting.horizon, sampling_rate=dataset.sampling_rate)
+
+
+def fit_for_fold(model: Model, dataset: Dataset, fold: Fold, setting: Setting, spec: ForecastingSpec) -> None:
+    """Train a supervised model (``capabilities.fit``) on the fold's training subjects; others are left alone."""
+    if model.capabilities.fit:
+        interface.fit(model, fold_training_series(dataset, fold, setting), spec.sampling.seed)
 
 
 def predict_windows(model: Model, arrays: WindowArrays, batch_size: int) -> np.ndarray:
@@ -73,6 +91,7 @@ def evaluate_forecasting(
 ) -> ForecastOutcome:
     """Score one cell.  ``corrupt_context`` (noise robustness) alters what the model sees,
     never the target it is scored against."""
+    fit_for_fold(model, dataset, fold, setting, spec)  # supervised models only: the training subjects, clean
     arrays, selection = fold_windows(dataset, fold, setting, spec)
     clean_context = arrays.context  # MASE's scale: the in-sample error on the data, not on the noise added
     if corrupt_context is not None:

@@ -42,6 +42,9 @@ class Capabilities:
     settings: tuple[tuple[int, int], ...] | None = None
     # forecasts quantiles too (``_forecast_quantiles``): the protocol then scores CRPS and weighted quantile loss
     quantiles: bool = False
+    # supervised: trained on each fold's training subjects (``_fit``) before it forecasts that fold's test
+    # subject; the protocol hands it those subjects' series only (:class:`TrainingSeries`), never the test subject's
+    fit: bool = False
 
     def supports_setting(self, context: int, horizon: int) -> bool:
         if context < self.min_context:
@@ -116,6 +119,43 @@ def check_query_times(batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray
     return query_times
 
 
+@dataclass(frozen=True)
+class TrainingSeries:
+    """What a supervised model is trained on in one fold and setting: every recording of the fold's training
+    subjects, normalised by the fold's MinMax (fitted on those subjects), NaN where a sample is missing.
+
+    ``values`` is one [C, T_i] array per recording (recordings differ in length), ``subjects`` the subject of
+    each; ``context``/``horizon`` the setting the model is trained for. The test subject is never among them
+    (checked by the protocol and by :func:`protocols.leakage.probe_fit`)."""
+
+    values: tuple[np.ndarray, ...]
+    subjects: tuple[str, ...]
+    channels: tuple[str, ...]
+    context: int
+    horizon: int
+    sampling_rate: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.values:
+            raise ModelInputError("training series: no recordings")
+        if len(self.subjects) != len(self.values):
+            raise ModelInputError(f"training series: {len(self.values)} recordings but {len(self.subjects)} subjects")
+        for v in self.values:
+            if v.ndim != 2 or v.shape[0] != len(self.channels):
+                raise ModelInputError(f"training series: a recording of shape {v.shape} is not "
+                                      f"[C={len(self.channels)}, T]")
+        if self.context < 1 or self.horizon < 1:
+            raise ModelInputError(f"training series: setting {self.context}/{self.horizon} is not positive")
+
+    def univariate(self) -> list[np.ndarray]:
+        """Every channel of every recording as its own 1-D series (what a per-channel model trains on)."""
+        return [row for v in self.values for row in v]
+
+
+class NotFittedError(RuntimeError):
+    """A supervised model was asked to forecast before it was trained on a fold's training subjects."""
+
+
 class Model(abc.ABC):
     """Base class of every adapter.  Subclasses implement what their capabilities declare.
 
@@ -154,6 +194,11 @@ class Model(abc.ABC):
         pred = self._forecast(filled, grid)
         return pred[np.arange(b), :, steps - 1]
 
+    def _fit(self, series: TrainingSeries, seed: int) -> None:
+        """Train on a fold's training subjects (``capabilities.fit``), from scratch: nothing of an earlier
+        fit may survive, so that a cell's result does not depend on which cells ran before it."""
+        raise NotImplementedError(f"{self.name} is not trained per fold")
+
     def _embed(self, batch: SeriesBatch) -> np.ndarray:
         """Return a fixed-size vector [B, D] per sample."""
         raise NotImplementedError(f"{self.name} does not embed")
@@ -188,6 +233,15 @@ def _check_context(model: Model, batch: SeriesBatch) -> None:
         raise ModelInputError(f"model {model.name!r} needs a context of at least {caps.min_context} samples, got {t}")
     if caps.max_context is not None and t > caps.max_context:
         raise ModelInputError(f"model {model.name!r} accepts at most {caps.max_context} context samples, got {t}")
+
+
+def fit(model: Model, series: TrainingSeries, seed: int) -> None:
+    """Train a supervised model (``capabilities.fit``) on one fold's training series for their setting."""
+    if not model.capabilities.fit:
+        raise NotImplementedError(f"model {model.name!r} is not trained per fold")
+    if not model.capabilities.supports_setting(series.context, series.horizon):
+        raise ModelInputError(f"model {model.name!r} does not support setting {series.context}/{series.horizon}")
+    model._fit(series, seed)
 
 
 def forecast(model: Model, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:

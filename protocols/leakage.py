@@ -24,7 +24,7 @@ import numpy as np
 
 from protocols import interface
 from protocols.data import Dataset
-from protocols.forecasting import fold_windows, predict_windows
+from protocols.forecasting import fit_for_fold, fold_windows, predict_windows
 from protocols.imputation import build_task, impute_queries
 from protocols.interface import Model, SeriesBatch
 from protocols.specs import ForecastingSpec, ImputationSpec, Setting
@@ -86,6 +86,52 @@ def probe_forecasting(model: Model, dataset: Dataset, fold: Fold, setting: Setti
             moved = predict_windows(model, again, spec.batch_size)[k]
             alone = predict_windows(model, _one(again, k), 1)[0]
         _check(model, f"forecast of window {k}", alone, alone_ref, moved, reference[k], tolerance)
+
+
+@contextlib.contextmanager
+def _test_subject_replaced(dataset: Dataset, fold: Fold, seed: int):
+    """Every recording of the test subject overwritten in place (10 standard deviations of noise), restored after."""
+    rng = np.random.default_rng(seed)
+    saved = [(r.values, r.values.copy()) for r in dataset.recordings if r.subject == fold.test_subject]
+    try:
+        for values, original in saved:
+            values[:] = original + rng.normal(0.0, 10.0 * (np.nanstd(original) + 1.0), size=original.shape)
+        yield
+    finally:
+        for values, original in saved:
+            values[:] = original
+
+
+def probe_fit(model: Model, dataset: Dataset, fold: Fold, setting: Setting, spec: ForecastingSpec,
+              n_windows: int = 2) -> None:
+    """A supervised model (``capabilities.fit``) learns nothing of the test subject: trained again after the
+    test subject's recordings were replaced by noise, it forecasts the original test windows exactly as before
+    (so what was fitted did not change); and after only the values behind a window's causal cut changed, the
+    whole cell (fit, windows, forecast) gives that window exactly the same forecast. Exact comparisons: training
+    is seeded, so the same training data must give the same model."""
+    if not model.capabilities.fit:
+        raise ValueError(f"{model.name} is not trained per fold: probe it with probe_forecasting")
+    arrays, selection = fold_windows(dataset, fold, setting, spec)
+    fit_for_fold(model, dataset, fold, setting, spec)
+    reference = predict_windows(model, arrays, spec.batch_size)
+    with _test_subject_replaced(dataset, fold, seed=len(selection.windows)):
+        fit_for_fold(model, dataset, fold, setting, spec)
+        again = predict_windows(model, arrays, spec.batch_size)
+    if not np.array_equal(again, reference):
+        worst = float(np.max(np.abs(again - reference)))
+        raise LeakageError(f"{model.name}: what it fitted changed (forecasts moved by {worst:.3g}) when only the "
+                           f"test subject {fold.test_subject!r}'s recordings changed")
+    fit_for_fold(model, dataset, fold, setting, spec)
+    for k, ref in enumerate(selection.windows[:n_windows]):
+        alone_ref = predict_windows(model, _one(arrays, k), 1)[0]  # alone: a sampling model's draws depend on its batch
+        with _perturbed_after(dataset, ref.recording, ref.start + setting.context, seed=k):
+            fit_for_fold(model, dataset, fold, setting, spec)
+            moved, _ = fold_windows(dataset, fold, setting, spec)
+            alone = predict_windows(model, _one(moved, k), 1)[0]
+        fit_for_fold(model, dataset, fold, setting, spec)
+        if not np.array_equal(alone, alone_ref):
+            raise LeakageError(f"{model.name}: the forecast of window {k} changed when only values after its causal "
+                               "cut changed (the model was trained again on the fold, then scored alone)")
 
 
 def _impute_one(model: Model, task, q: int) -> np.ndarray:

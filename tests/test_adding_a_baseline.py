@@ -30,6 +30,25 @@ def test_the_worked_example_passes_the_contract_kit_and_is_listed(tmp_path, monk
     assert line.split()[1:3] == ["ready", "statistical"]
 
 
+def test_the_supervised_example_passes_the_contract_kit_and_is_listed_as_supervised(tmp_path, monkeypatch, capsys):
+    code = next(c for c in re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S) if "SupervisedModel" in c)
+    (tmp_path / "my_supervised.py").write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("SOTER_BENCH_PLUGINS", "tests.plugin_models,my_supervised")
+    sys.modules.pop("my_supervised", None)
+    from harness.cli import main
+    from models.registry import get_spec
+
+    spec = get_spec("last-lags")
+    check_forecast_contract(spec)  # trains it on a toy fold, then probe_fit
+    assert spec.supervised and not spec.is_default_for("forecasting")
+    assert main(["list", "models"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = next(i for i, x in enumerate(out) if x.split()[:1] == ["last-lags"])
+    assert out[at].split()[1:3] == ["ready", "supervised"]
+    assert "supervised (trained on the fold's training subjects)" in out[at + 2]
+
+
 def test_the_contract_kit_is_installed_code_without_pytest():
     """A user's package imports the kit; it must not need this repository's tests or pytest."""
     import subprocess

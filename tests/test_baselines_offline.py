@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from baselines.naive import Drift, LastValue, SeasonalNaive, WindowMean, estimate_period
-from baselines.testing import check_embed_contract, check_forecast_contract
+from baselines.testing import TINY_TRAINING, check_embed_contract, check_forecast_contract
 from models.registry import all_specs
 from protocols import interface
 from protocols.interface import SeriesBatch
@@ -70,7 +70,9 @@ FORECASTERS = sorted(name for name, spec in all_specs().items()
 
 # the contract's properties do not depend on the horizon's length; the faithful rollout runs one
 # backbone pass per horizon step, so a short one keeps its check under 15 s instead of about 55 s
-CONTRACT_SIZES = {"soter-autoregressive": {"h": 6}}
+CONTRACT_SIZES = {"soter-autoregressive": {"h": 6},
+                  # supervised gluonts models: trained in the contract on a toy fold, with the smallest budget
+                  **{name: {"options": TINY_TRAINING} for name in ("dlinear", "patchtst", "deepar", "mlp")}}
 
 
 @pytest.mark.parametrize("name", FORECASTERS)

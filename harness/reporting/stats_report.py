@@ -287,6 +287,11 @@ def leaderboard(frame: pd.DataFrame, windows: dict[tuple, dict[str, CellWindows]
     from harness.reporting.pretraining_marks import leaderboard_column
 
     board["pretraining_overlap"] = leaderboard_column(board.index, frame, task)  # a mark, not a score (#35)
+    from harness.reporting.tables import SUPERVISED_GROUP, supervised_rows
+
+    apart = set(supervised_rows(frame, board.index))
+    if apart:  # only then: a leaderboard of zero-shot models alone keeps its columns
+        board["training"] = [SUPERVISED_GROUP if m in apart else "zero-shot" for m in board.index]
     return board, note
 
 

@@ -69,9 +69,42 @@ class Table:
     notes: tuple[str, ...] = ()
     model_notes: tuple[str, ...] = ()  # how a model was run (registry notes): printed once per run by the CLI
     overlap_notes: tuple[tuple[str, str], ...] = ()  # (mark, text): pre-training overlap (harness.reporting.pretraining_marks)
+    # rows of models trained on each fold's training subjects: drawn in their own group below the others and
+    # ranked apart from them (never the best of a zero-shot comparison); empty: one group, as before
+    supervised: tuple[str, ...] = ()
 
     def all_notes(self, with_model_notes: bool = True) -> tuple[str, ...]:
         return self.notes + (self.model_notes if with_model_notes else ())
+
+    def groups(self) -> list[tuple[str, tuple[str, ...]]]:
+        """(label, rows) in drawing order: the zero-shot rows (label ""), then the supervised ones."""
+        own = tuple(m for m in self.models if m not in self.supervised)
+        apart = tuple(m for m in self.models if m in self.supervised)
+        return [(label, rows) for label, rows in (("", own), (SUPERVISED_GROUP, apart)) if rows]
+
+
+SUPERVISED_GROUP = "supervised (trained on the fold's training subjects)"
+SUPERVISED_NOTE = ("supervised (trained on the fold's training subjects): trained in every cell on the other "
+                   "subjects, not zero-shot; ranked among themselves, apart from the zero-shot rows")
+
+
+def supervised_rows(frame: pd.DataFrame, models) -> tuple[str, ...]:
+    """The table rows whose model is trained on each fold's training subjects (``ModelSpec.supervised``)."""
+    from models.registry import all_specs
+
+    specs = all_specs()
+    names = dict(zip(frame["model"], frame["model_name"])) if "model_name" in frame else {}
+    return tuple(m for m in models if (spec := specs.get(names.get(m, m))) is not None and spec.supervised)
+
+
+def grouped(table: Table, rows: pd.DataFrame) -> Table:
+    """``table`` with its supervised rows named (and a note saying what they are) when it has any."""
+    apart = supervised_rows(rows, table.models)
+    if not apart:
+        return table
+    from dataclasses import replace
+
+    return replace(table, supervised=apart, notes=table.notes + (SUPERVISED_NOTE,))
 
 
 # -- error tables -----------------------------------------------------------------------
@@ -188,8 +221,8 @@ def error_table(frame: pd.DataFrame, task: str, condition: str | None = None, mo
     measured = [m for m in models if any(e.status == "ok" for (name, _), e in entries.items() if name == m)]
     from harness.records.configurations import scored_notes
 
-    return Table(caption, columns, tuple(models), entries, tuple(notes),
-                 model_notes(registry_names(rows, measured), task) + scored_notes(rows, measured))
+    return grouped(Table(caption, columns, tuple(models), entries, tuple(notes),
+                         model_notes(registry_names(rows, measured), task) + scored_notes(rows, measured)), rows)
 
 
 # -- tables of per-row metrics ------------------------------------------------------------
@@ -251,8 +284,8 @@ def metric_table(frame: pd.DataFrame, task: str, condition: str, metrics, models
     models = models or list(dict.fromkeys(rows["model"]))
     columns, entries, notes = metric_columns(rows, task, models, [(ds, ds, condition) for ds in datasets], metrics)
     notes = list(dict.fromkeys(notes)) + unrecorded_note(rows)
-    return Table(caption, tuple(columns), tuple(models), entries, tuple(notes),
-                 model_notes(registry_names(rows, measured_models(entries)), task))
+    return grouped(Table(caption, tuple(columns), tuple(models), entries, tuple(notes),
+                         model_notes(registry_names(rows, measured_models(entries)), task)), rows)
 
 
 def reps_of(task: str) -> list[str]:
@@ -352,14 +385,16 @@ def condition_tables(frame: pd.DataFrame, task: str, models: list[str] | None = 
 # -- rendering --------------------------------------------------------------------------
 def _ranks(table: Table) -> dict[tuple[str, Column], int]:
     """1 for the best value of each column, 2 for the second, compared as shown (two decimals): entries that
-    show the same number share its rank, whatever their row order; marked entries (partial, mixed, stale)
-    are not ranked."""
+    show the same number share its rank, whatever their row order; each group of rows (zero-shot, supervised)
+    is ranked alone; marked entries (partial, mixed, stale) are not ranked."""
     ranks: dict[tuple[str, Column], int] = {}
     for col in table.columns:
-        shown = {m: round(float(e.mean), 2) for (m, c), e in table.entries.items()
-                 if c == col and e.status == "ok" and not e.marked and np.isfinite(e.mean)}
-        best = sorted(set(shown.values()), reverse=col.higher_is_better)[:2]
-        ranks.update({(m, col): best.index(v) + 1 for m, v in shown.items() if v in best})
+        for _, rows in table.groups() or [("", ())]:  # each group ranked alone: supervised rows apart
+            shown = {m: round(float(e.mean), 2) for (m, c), e in table.entries.items()
+                     if c == col and e.status == "ok" and not e.marked and np.isfinite(e.mean)
+                     and (m in rows or not table.supervised)}
+            best = sorted(set(shown.values()), reverse=col.higher_is_better)[:2]
+            ranks.update({(m, col): best.index(v) + 1 for m, v in shown.items() if v in best})
     return ranks
 
 
@@ -396,6 +431,9 @@ def _overlap_mark(status: str, style: str) -> str:
     return {"‡": r"^{\ddagger}", "?": "^{?}"}.get(mark, "") if style == "latex" else mark
 
 
+# the label row of the supervised group, per format (text: short, the notes say the rest; LaTeX: a full-width row)
+GROUP_ROW = {"text": lambda label, n: "-- supervised --", "markdown": lambda label, n: f"*{md_escape(label)}*",
+             "latex": lambda label, n: rf"\midrule \multicolumn{{{n + 1}}}{{l}}{{\emph{{{_tex(label)}}}}}"}
 TEXT_RANKS = {1: "¹", 2: "²"}  # best and second best in text tables
 TEXT_WIDTH = 100  # text tables (terminal, .txt) fit this many columns; Markdown and LaTeX stay wide
 
@@ -411,15 +449,20 @@ def render(table: Table, style: str = "text", with_model_notes: bool = True) -> 
     notes = table.all_notes(with_model_notes)
     name = {"text": plain, "markdown": md_escape, "latex": _tex}[style]
     header = ["Model"] + [f"{name(c.group)} {name(c.label)}" for c in table.columns]
-    body = [[name(model)] + [_cell(table.entries.get((model, c)), style, ranks.get((model, c)))
-                             for c in table.columns] for model in table.models]
+    body = []
+    for label, rows in table.groups() if table.supervised else [("", table.models)]:
+        if label:  # the group's label row: a reader never takes these rows for zero-shot ones
+            body.append([GROUP_ROW[style](label, len(table.columns))] + [""] * len(table.columns))
+        body += [[name(model)] + [_cell(table.entries.get((model, c)), style, ranks.get((model, c)))
+                                  for c in table.columns] for model in rows]
     overlap = [(mark, name(text)) for mark, text in table.overlap_notes]
     if style == "text":
         caption = plain(table.caption) + (" Best ¹, second ²." if ranks else "")
         return _render_text(caption, header, body, tuple(plain(n) for n in notes), overlap)
     if style == "markdown":
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(r) + " |" for r in body]
+        lines += ["| " + " | ".join(r).rstrip() + " |" if r[0].startswith("*") else "| " + " | ".join(r) + " |"
+                  for r in body]
         out = [md_escape(table.caption) + " Best **bold**, second <u>underlined</u>.", "", *lines]
         if notes:
             out += ["", *[f"† {md_escape(n)}" for n in notes]]
@@ -438,7 +481,7 @@ def render(table: Table, style: str = "text", with_model_notes: bool = True) -> 
         "Model & " + " & ".join(rf"\multicolumn{{{n}}}{{c}}{{{_tex(g)}}}" for g, n in groups) + r" \\",
         " & ".join(["", *[_tex(c.label) for c in table.columns]]) + r" \\",
         r"\midrule",
-        *[" & ".join(r) + r" \\" for r in body],
+        *[r[0] + r" \\" if r[0].startswith(r"\midrule") else " & ".join(r) + r" \\" for r in body],
         r"\bottomrule", r"\end{tabular}",
         *[rf"\par\footnotesize $^{{\dagger}}$ {_tex(n)}" for n in notes],
         *[rf"\par\footnotesize {_TEX_MARKS[m]}{text}" for m, text in overlap],
