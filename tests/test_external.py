@@ -115,7 +115,7 @@ def test_the_cli_exports_and_scores(folder, tmp_path, capsys):
                  "--max-windows-per-subject", "3", "--out", str(windows)]) == 0
     loaded = load_windows(windows)
     save_predictions(tmp_path / "p.npz", loaded, last_value(loaded))
-    assert main(["score", "forecasting", "--windows", str(windows), "--predictions", str(tmp_path / "p.npz"),
+    assert main(["score", "forecasting", "--export", str(windows), "--predictions", str(tmp_path / "p.npz"),
                  "--model", "mine", "--out", str(out)]) == 0
     assert main(["run", "forecasting", "--dataset", str(folder), "--settings", "48/24", "--models", "last-value",
                  "--max-windows-per-subject", "3", "--out", str(out), "--no-progress"]) == 0
@@ -265,7 +265,7 @@ def test_a_bad_predictions_file_is_refused_with_one_line_and_nothing_appended(ki
     before = (out / "records.csv").read_bytes()
     errors_before = sorted(p.name for p in (out / "window_errors").iterdir())
     capsys.readouterr()
-    code = main(["score", "forecasting", "--windows", str(tmp_path / "w"), "--predictions", str(tmp_path / "bad.npz"),
+    code = main(["score", "forecasting", "--export", str(tmp_path / "w"), "--predictions", str(tmp_path / "bad.npz"),
                  "--model", "bad-model", "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 2
@@ -279,7 +279,7 @@ def test_a_registered_model_name_and_a_changed_dataset_are_refused(folder, tmp_p
     export_windows(config, tmp_path / "w")
     windows = load_windows(tmp_path / "w")
     save_predictions(tmp_path / "p.npz", windows, last_value(windows))
-    args = ["score", "forecasting", "--windows", str(tmp_path / "w"), "--predictions", str(tmp_path / "p.npz"),
+    args = ["score", "forecasting", "--export", str(tmp_path / "w"), "--predictions", str(tmp_path / "p.npz"),
             "--out", str(tmp_path / "out")]
     assert main([*args, "--model", "last-value"]) == 2
     assert "registered model" in capsys.readouterr().err

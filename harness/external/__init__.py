@@ -4,7 +4,7 @@ Two steps, as commands or from Python (a notebook):
 
 1. :func:`export_windows` (``python -m harness windows export TASK ... --out DIR``) writes the exact inputs
    the harness would hand a model, for every fold, setting and condition, and no target;
-2. :func:`score_predictions` (``python -m harness score TASK --windows DIR --predictions FILE --model NAME
+2. :func:`score_predictions` (``python -m harness score TASK --export DIR --predictions FILE --model NAME
    --out OUT``) checks a predictions file against the export and appends its rows to ``OUT/records.csv``,
    computed by the task's own code, where ``table``, ``report`` and the statistics read them.
 

@@ -36,7 +36,8 @@ def add_parsers(subparsers) -> None:
     sc = subparsers.add_parser("score", help="score a predictions file made elsewhere against an export; append "
                                              "its rows to OUT/records.csv")
     sc.add_argument("task", choices=EXPORTABLE)
-    sc.add_argument("--windows", type=Path, required=True, help="the export folder")
+    sc.add_argument("--export", dest="windows", type=Path, required=True, metavar="DIR",
+                    help="the folder `harness windows export` wrote")
     sc.add_argument("--predictions", type=Path, required=True, help="the predictions file (npz, docs/external.md)")
     sc.add_argument("--model", required=True, help="the name the model's rows get (not a registered model's)")
     sc.add_argument("--out", type=Path, required=True, help="folder holding records.csv (created if needed)")
