@@ -16,6 +16,9 @@ _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
 # the last observed value; its MODEL_CARD.md says how it departs, why, and how it was chosen
 ANCHORED_NAME = "soter-cpu-64-anchored"
 ANCHORED = CHECKPOINTS / ANCHORED_NAME
+# soter-cpu-64-anchored fine-tuned on horizon-uniform targets (issue #26, rule V3 of its MODEL_CARD.md)
+HORIZON_NAME = "soter-cpu-64-horizon"
+HORIZON = CHECKPOINTS / HORIZON_NAME
 
 
 def checkpoint_dir(weights: str | Path | None = None) -> Path:
@@ -24,6 +27,10 @@ def checkpoint_dir(weights: str | Path | None = None) -> Path:
 
 def anchored_checkpoint_dir(weights: str | Path | None = None) -> Path:
     return Path(weights).expanduser() if weights else ANCHORED
+
+
+def horizon_checkpoint_dir(weights: str | Path | None = None) -> Path:
+    return Path(weights).expanduser() if weights else HORIZON
 
 
 def check_checkpoint(weights: str | Path | None = None, entry: str = "soter", default: Path = SHIPPED,
@@ -40,6 +47,10 @@ def check_checkpoint(weights: str | Path | None = None, entry: str = "soter", de
 
 def check_anchored_checkpoint(weights: str | Path | None = None, **_: object) -> str | None:
     return check_checkpoint(weights, "soter-anchored", ANCHORED)
+
+
+def check_horizon_checkpoint(weights: str | Path | None = None, **_: object) -> str | None:
+    return check_checkpoint(weights, "soter-horizon", HORIZON)
 
 
 register(ModelSpec(
@@ -78,6 +89,21 @@ register(ModelSpec(
     default_weights="models.soter.registration:anchored_checkpoint_dir",
     note="soter-anchored: SOTER with options beyond the paper (window scaling, value path, last-value "
          "anchor; docs/soter-training.md), decoded per query",
+))
+
+register(ModelSpec(
+    name="soter-horizon", factory="models.soter.adapter:load_soter_horizon", family="soter",
+    capabilities_on_load=True,
+    description=f"SOTER DEPARTING FROM THE PAPER (default: the shipped {HORIZON_NAME}): soter-anchored's model "
+                "fine-tuned on targets spread evenly over the 64-step horizon; shipped by a rule written before its "
+                "run, on held-out data (its MODEL_CARD.md). Decoded per query",
+    licence="MIT (this repository's weights)", check="models.soter.registration:check_horizon_checkpoint",
+    tasks=("forecasting", "imputation", "noise", "classification"),
+    default=("forecasting",),  # every shipped SOTER in the default forecasting run (issue #26), as soter-anchored
+    options={"rollout": "per-query", "name": "soter-horizon"},
+    default_weights="models.soter.registration:horizon_checkpoint_dir",
+    note="soter-horizon: soter-anchored fine-tuned on horizon-uniform targets (docs/soter-anchored-rules.md), "
+         "decoded per query",
 ))
 
 register(ModelSpec(

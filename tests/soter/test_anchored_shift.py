@@ -38,12 +38,13 @@ def _ratio(model, baseline, dataset, fold) -> float:
     return float(np.sqrt(errors[0].sse / errors[1].sse))
 
 
+@pytest.mark.parametrize("name", ["soter-anchored", "soter-horizon"])  # the shipped window-scaled entries
 @pytest.mark.parametrize("subject, channel", [("S01", 3), ("S04", 0)])  # EDA (slow) and ECG
-def test_shifted_test_subject_is_forecast_as_well_as_unshifted(subject, channel):
+def test_shifted_test_subject_is_forecast_as_well_as_unshifted(subject, channel, name):
     cohort = load_synthetic_cohort()
     shifted = _shifted(cohort, subject, cohort.channels.index(cohort.channels[channel]), 2.0)
     fold = get_fold(cohort, subject)
-    model = load_model("soter-anchored", seed=0)
+    model = load_model(name, seed=0)
     last = load_model("last-value", seed=0)
     plain = _ratio(model, last, cohort, fold)
     moved = _ratio(model, last, shifted, fold)
