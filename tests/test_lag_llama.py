@@ -99,6 +99,9 @@ def fake_code(tmp_path, monkeypatch):
         (code / name).parent.mkdir(parents=True, exist_ok=True)
         (code / name).write_text(textwrap.dedent(text))
     monkeypatch.syspath_prepend(str(code))
+    # the fake gluonts, not an installed one (the `supervised` extra installs gluonts 0.17, which another test may
+    # have imported already): set the real modules aside while the checkpoint is pickled, then put them back
+    real = {m: sys.modules.pop(m) for m in list(sys.modules) if m == "gluonts" or m.startswith("gluonts.")}
     try:
         from gluonts.torch.distributions.studentT import StudentTOutput
         from gluonts.torch.modules.loss import NegativeLogLikelihood
@@ -112,7 +115,8 @@ def fake_code(tmp_path, monkeypatch):
         torch.save(ckpt, code / "lag-llama.ckpt")
     finally:
         for mod in [m for m in sys.modules if m == "gluonts" or m.startswith("gluonts.")]:
-            monkeypatch.delitem(sys.modules, mod)
+            del sys.modules[mod]
+        sys.modules.update(real)
     return code
 
 
