@@ -45,8 +45,8 @@ class WindowErrors:
     """Per-window error statistics of one cell, beside its pooled sums: what paired tests, bootstrap
     intervals over subjects, error-by-horizon curves and MASE need (kept in a sidecar of the records).
 
-    ``sse``/``sae``/``n`` [B]: each window's sums over its channels and steps; ``step_sse``/``step_n`` [H]:
-    sums per horizon step over all windows and channels; ``mase`` [B]: each window's MAE over its
+    ``sse``/``sae``/``n`` [B]: each window's sums over its channels and steps; ``step_sse``/``step_n`` [H]
+    (and ``step_sae``): sums per horizon step over all windows and channels; ``mase`` [B]: each window's MAE over its
     channels, each divided by that channel's in-sample seasonal-naive MAE on the context (the season
     of :func:`protocols.seasonality.estimate_period`, else 1), averaged over the channels whose scale is
     not zero (NaN when none is); ``recording``/``start`` [B]: which window (aligns models' windows)."""
@@ -59,6 +59,8 @@ class WindowErrors:
     mase: np.ndarray
     recording: np.ndarray
     start: np.ndarray
+    # [H] summed absolute errors per horizon step (MAE by step; files written before it was kept lack it)
+    step_sae: np.ndarray | None = None
     # models that forecast quantiles: each window's summed quantile loss (the CRPS estimate's numerator:
     # 2 x pinball loss, averaged over the levels, summed over channels and steps) and summed |target|
     quantile_loss: np.ndarray | None = None
@@ -124,6 +126,7 @@ def window_errors(prediction: np.ndarray, target: np.ndarray, context: np.ndarra
     return WindowErrors(
         sse=(err ** 2).sum(axis=(1, 2)), sae=abs_err.sum(axis=(1, 2)), n=np.full(b, c * h, dtype=np.int64),
         step_sse=(err ** 2).sum(axis=(0, 1)), step_n=np.full(h, b * c, dtype=np.int64), mase=mase,
+        step_sae=abs_err.sum(axis=(0, 1)),
         recording=np.asarray(recording, dtype=np.int64), start=np.asarray(start, dtype=np.int64),
         quantile_loss=None if quantiles is None else quantile_loss(quantiles, target, levels).sum(axis=(1, 2)),
         abs_target=None if quantiles is None else np.abs(np.asarray(target, dtype=np.float64)).sum(axis=(1, 2)),

@@ -150,3 +150,33 @@ def test_damaged_window_file_is_named(tmp_path):
         read_window_errors(tmp_path, "k")
     write_window_errors(tmp_path, "k", None)  # a rerun that failed removes it
     assert read_window_errors(tmp_path, "k") is None
+
+
+def test_mae_by_horizon_step_is_kept_and_tabulated(tmp_path):
+    """Issue #26 asks for each model's MAE at horizon step 1 against last value's: window errors keep the
+    absolute errors summed per step, and the report tabulates and draws MAE by step beside RMSE; files
+    written before the sums were kept give no MAE curve (never one made up from RMSE)."""
+    from protocols.metrics import window_errors
+
+    pred = np.zeros((2, 2, 3))
+    target = np.array([[[1.0, -2, 3], [0, 0, 1]], [[-1, 0, 0], [2, 2, 2]]])
+    w = window_errors(pred, target, np.zeros((2, 2, 8)), np.arange(2), np.zeros(2))
+    np.testing.assert_array_equal(w.step_sae, [4.0, 4.0, 6.0])  # |1|+|0|+|-1|+|2|, |-2|+0+0+|2|, 3+1+0+2
+    np.testing.assert_array_equal(w.step_n, [4, 4, 4])
+
+    frame = _records(tmp_path)
+    windows = _windows(frame, tmp_path)
+    assert all(m.step_sae is None for cell in windows.values() for m in cell.values())  # old files: not kept
+    assert stats_report.horizon_table(windows, "mae").empty
+    assert stats_report.horizon_figure(windows, tmp_path / "h_mae", "mae") == []
+    assert not stats_report.horizon_table(windows, "rmse").empty
+
+    for key in frame["key"][frame["status"] == "ok"]:  # the same records with the per-step sums kept
+        arrays = read_window_errors(tmp_path, key)
+        write_window_errors(tmp_path, key, {**arrays, "step_sae": np.array([arrays["sae"].sum()])})
+    windows = _windows(frame, tmp_path)
+    table = stats_report.horizon_table(windows, "mae").set_index(["setting", "model"])
+    assert table.loc[("48/24", "B"), "step 1"] == pytest.approx(11 / 8 * 100)  # (4 + 7) / 8 points, x100
+    assert table.loc[("48/24", "seasonal-naive"), "step 1"] == pytest.approx(44 / 8 * 100)
+    rmse = stats_report.horizon_table(windows, "rmse").set_index(["setting", "model"])
+    assert rmse.loc[("48/24", "B"), "step 1"] == pytest.approx(RMSE["B"] * 100)

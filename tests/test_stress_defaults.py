@@ -22,7 +22,8 @@ from tests.test_task_records_compat import FIXTURE, RUNS, _config
 
 GOLDEN = Path(__file__).parent / "fixtures" / "stress_defaults" / "window_errors.json"
 VARYING = ("seconds", "finished_at", "code_version")  # when and by what code: never the same
-ADDED = {"channel_mae", "channel_scale", "channels", "channel_sse", "modalities"}  # per-window arrays added since
+# per-window arrays added since (and #26's absolute errors summed per horizon step, for MAE by step)
+ADDED = {"channel_mae", "channel_scale", "channels", "channel_sse", "modalities", "step_sae"}
 
 
 def _without_identity(info: str) -> str:

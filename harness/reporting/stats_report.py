@@ -75,6 +75,7 @@ class CellWindows:
     channel_mae: np.ndarray | None = None  # [W, C] per channel (files written since the breakdown was kept)
     channel_scale: np.ndarray | None = None
     channels: tuple[str, ...] = ()
+    step_sae: np.ndarray | None = None  # [H] (files written since MAE by step was kept)
 
 
 def cell_windows(frame: pd.DataFrame, results: Path, task: str) -> tuple[dict[tuple, dict[str, CellWindows]], int]:
@@ -113,8 +114,10 @@ def cell_windows(frame: pd.DataFrame, results: Path, task: str) -> tuple[dict[tu
         channel = ((np.concatenate([a["channel_mae"] for _, a in parts]),
                     np.concatenate([a["channel_scale"] for _, a in parts]), tuple(parts[0][1]["channels"]))
                    if by_channel else (None, None, ()))
+        step_sae = sum(a["step_sae"] for _, a in parts) if all("step_sae" in a for _, a in parts) else None
         out.setdefault(tuple(keys[:3]), {})[keys[3]] = CellWindows(ids, cat["sse"], cat["sae"], cat["n"], cat["mase"],
-                                                                  blocks, step_sse, step_n, ql, absy, *channel)
+                                                                  blocks, step_sse, step_n, ql, absy, *channel,
+                                                                  step_sae=step_sae)
     return out, lacking
 
 
@@ -296,11 +299,34 @@ def leaderboard(frame: pd.DataFrame, windows: dict[tuple, dict[str, CellWindows]
 
 
 # -- figures -----------------------------------------------------------------------------------
-def horizon_figure(windows: dict[tuple, dict[str, CellWindows]], path_stem: Path) -> list[Path]:
-    """RMSE against horizon step, one panel per (dataset, setting) of the clean condition."""
+def step_curve(w: CellWindows, metric: str) -> np.ndarray | None:
+    """[H] the error at each horizon step over all windows and channels, x100 (None: MAE by step not kept)."""
+    if metric == "rmse":
+        return np.sqrt(w.step_sse / w.step_n) * SCALE
+    return None if w.step_sae is None else w.step_sae / w.step_n * SCALE
+
+
+def horizon_table(windows: dict[tuple, dict[str, CellWindows]], metric: str) -> pd.DataFrame:
+    """One row per (dataset, setting, model) of the clean condition and one column per horizon step:
+    the numbers behind the horizon figure (step 1 against last value's is a question users ask)."""
+    rows = []
+    for (dataset, setting, condition), models in sorted(windows.items()):
+        if condition != "clean":
+            continue
+        for model, w in sorted(models.items()):
+            curve = step_curve(w, metric)
+            if curve is not None:
+                rows.append({"dataset": dataset, "setting": setting, "model": model,
+                             **{f"step {i}": float(v) for i, v in enumerate(curve, start=1)}})
+    return pd.DataFrame(rows)
+
+
+def horizon_figure(windows: dict[tuple, dict[str, CellWindows]], path_stem: Path, metric: str = "rmse") -> list[Path]:
+    """RMSE (or MAE) against horizon step, one panel per (dataset, setting) of the clean condition."""
     from harness.reporting.figures import model_index, model_style, pyplot, save_png_pdf
 
-    cells = sorted(c for c in windows if c[2] == "clean")
+    cells = sorted(c for c in windows if c[2] == "clean"
+                   and any(step_curve(w, metric) is not None for w in windows[c].values()))
     if not cells:
         return []
     plt = pyplot()
@@ -314,16 +340,16 @@ def horizon_figure(windows: dict[tuple, dict[str, CellWindows]], path_stem: Path
             ax = axes[i][j]
             for model in models:
                 w = windows.get((dataset, setting, "clean"), {}).get(model)
-                if w is None:
+                curve = None if w is None else step_curve(w, metric)
+                if curve is None:
                     continue
-                curve = np.sqrt(w.step_sse / w.step_n) * SCALE
                 style = {k: v for k, v in model_style(model_index(model)).items() if k != "capsize"}
                 ax.plot(np.arange(1, len(curve) + 1), curve, label=model, markevery=max(1, len(curve) // 6), **style)
             ax.set_title(f"{dataset}, {setting}", fontsize=9)
             if i == len(datasets) - 1:
                 ax.set_xlabel("horizon step")
             if j == 0:  # one y label per row, not one per panel
-                ax.set_ylabel("RMSE (x100)")
+                ax.set_ylabel(f"{METRICS[metric]} (x100)")
     fig.tight_layout()  # the panels fill the figure: no gap before the legend beside them
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
@@ -448,7 +474,10 @@ def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: s
             done.produced.append(f"{task} {label} significance and intervals: statistics/significance_{metric}_{task}"
                                  "_grid.(txt|md) and .csv")
         if get_task(task).horizon_curves:
-            paths = horizon_figure(windows, out / f"horizon_rmse_{task}")
-            if paths:
-                done.produced.append(f"{task} RMSE by horizon step: statistics/horizon_rmse_{task}.png")
+            for metric, label in METRICS.items():
+                paths = horizon_figure(windows, out / f"horizon_{metric}_{task}", metric)
+                if paths:
+                    horizon_table(windows, metric).to_csv(out / f"horizon_{metric}_{task}.csv", index=False)
+                    done.produced.append(f"{task} {label} by horizon step: statistics/horizon_{metric}_{task}.png "
+                                         "and .csv")
     return done
