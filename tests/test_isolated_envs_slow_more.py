@@ -43,7 +43,12 @@ torch.manual_seed(0)
 cfg = ppd.TimesFMConfig(num_layers=2, num_heads=16, num_kv_heads=16, hidden_size=32, intermediate_size=32, head_dim=2,
                         patch_len=32, horizon_len=128, use_positional_embedding=version == "1.0")
 os.makedirs(out, exist_ok=True)
-torch.save(ppd.PatchedTimeSeriesDecoder(cfg).state_dict(), os.path.join(out, "torch_model.ckpt"))  # as google/*-pytorch
+model = ppd.PatchedTimeSeriesDecoder(cfg)
+with torch.no_grad():  # timesfm leaves it torch.empty (uninitialised memory; could be NaN): its neutral value
+    for name, p in model.named_parameters():
+        if name.endswith("self_attn.scaling"):
+            p.zero_()
+torch.save(model.state_dict(), os.path.join(out, "torch_model.ckpt"))  # as google/*-pytorch
 """
 
 

@@ -368,3 +368,57 @@ def test_rows_without_a_batch_add_no_column_and_say_their_status_once(tmp_path):
     assert columns.index("s/sample, batch 32 (ours)") == columns.index("s/sample, batch 1 (ours)") + 1
     status = table[table.Model == "MIRA-Large"].iloc[0]["Status"]
     assert status == "not measured: over 600 s (load, warm-up, 3 samples)"
+
+
+def _builder():
+    sys.path.insert(0, str(ROOT / "baselines" / "workers"))
+    try:
+        import build_random
+    finally:
+        sys.path.remove(str(ROOT / "baselines" / "workers"))
+    return build_random
+
+
+def test_a_build_with_uninitialised_parameters_is_refused(tmp_path, monkeypatch):
+    """TimesFM 2.0's published-size build once saved an infinite torch.empty parameter and forecast NaN (its
+    System Overhead row was an error): the builder now refuses any non-finite parameter, naming it."""
+    import torch
+
+    build_random = _builder()
+
+    def broken(spec, out):
+        module = torch.nn.Linear(2, 2)
+        with torch.no_grad():
+            module.bias[0] = float("inf")
+        return module
+
+    monkeypatch.setitem(build_random.FAMILIES, "broken", broken)
+    with pytest.raises(ValueError, match=r"broken: 1 parameter\(s\) not finite after building, e.g. bias"):
+        build_random.build({"family": "broken", "out": str(tmp_path / "b"), "config": {}})
+    assert not (tmp_path / "b" / build_random.MARKER).exists()
+
+
+def test_timesfm_attention_scaling_gets_its_neutral_value():
+    """timesfm leaves each attention's per-dimension scaling as torch.empty; the builder sets 0, where
+    softplus(0) / ln 2 = 1 makes the query scale the plain 1/sqrt(head_dim)."""
+    import torch
+
+    build_random = _builder()
+
+    class Attention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scaling = torch.nn.Parameter(torch.full((4,), float("nan")))
+            self.o_proj = torch.nn.Linear(4, 4)
+
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.self_attn = Attention()
+
+    model = torch.nn.Sequential(Layer(), Layer())
+    before = model[0].self_attn.o_proj.weight.clone()
+    build_random.neutral_attention_scaling(model)
+    assert all(torch.equal(m.self_attn.scaling, torch.zeros(4)) for m in model)
+    assert torch.equal(model[0].self_attn.o_proj.weight, before)
+    assert float(torch.nn.functional.softplus(torch.tensor(0.0)) * 1.442695041) == pytest.approx(1.0)

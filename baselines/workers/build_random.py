@@ -197,8 +197,21 @@ def timesfm1(spec: dict[str, Any], out: Path) -> Any:
 
     torch.manual_seed(int(spec.get("seed", 0)))
     model = ppd.PatchedTimeSeriesDecoder(ppd.TimesFMConfig(**spec["config"]))
+    neutral_attention_scaling(model)
     torch.save(model.state_dict(), out / "torch_model.ckpt")
     return model
+
+
+def neutral_attention_scaling(model: Any) -> None:
+    """timesfm creates each attention's per-dimension query scaling with ``torch.empty`` (its checkpoints
+    overwrite it), so a random build saved whatever memory held: TimesFM 2.0's 50 layers once held an
+    infinite one and forecast NaN. 0 is its neutral value: softplus(0) / ln 2 = 1, the plain 1/sqrt(head_dim)."""
+    import torch
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("self_attn.scaling"):
+                p.zero_()
 
 
 def lag_llama(spec: dict[str, Any], out: Path) -> Any:
@@ -235,8 +248,13 @@ def build(spec: dict[str, Any]) -> dict[str, Any]:
     out = Path(spec["out"])
     out.mkdir(parents=True, exist_ok=True)
     module = FAMILIES[family](spec, out)
-    total, active = count(module, spec.get("top_k"))
     import torch
+
+    bad = [name for name, p in module.named_parameters() if not torch.isfinite(p).all()]
+    if bad:  # a library left memory uninitialised (torch.empty): speed rows would come from NaN forecasts
+        raise ValueError(f"{family}: {len(bad)} parameter(s) not finite after building, e.g. {', '.join(bad[:3])}; "
+                         "initialise them in this family's builder")
+    total, active = count(module, spec.get("top_k"))
 
     marker = {"random_weights": NOTE, "model": spec.get("model"), "family": family, "seed": int(spec.get("seed", 0)),
               "config": spec["config"], "source": spec.get("source"), "parameters": total,
