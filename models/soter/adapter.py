@@ -140,6 +140,17 @@ def load_soter_horizon(weights: str | Path | None = None, rollout: str = "per-qu
                       control_beyond)
 
 
+def load_soter_mixed(weights: str | Path | None = None, rollout: str = "per-query", per_channel: bool = False,
+                     device: str = "cpu", name: str = "soter-mixed", batch_size: int = 256,
+                     seed: int = 0, control_beyond: str = "extrapolate") -> SoterAdapter:
+    """``soter-cpu-64-horizon`` fine-tuned on mixed targets and denser missingness (``soter-cpu-64-mixed``), or
+    ``weights=DIR``."""
+    from models.soter.registration import mixed_checkpoint_dir
+
+    return load_soter(mixed_checkpoint_dir(weights), rollout, per_channel, device, name, batch_size, seed,
+                      control_beyond)
+
+
 def load_random_tiny(seed: int = 0, rollout: str = "autoregressive", per_channel: bool = False,
                      config: str = "soter-tiny", device: str = "cpu", batch_size: int = 256) -> SoterAdapter:
     """RANDOM WEIGHTS: for tests and smoke runs only; never a SOTER result. The weights are drawn on the

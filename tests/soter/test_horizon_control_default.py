@@ -14,6 +14,7 @@ def test_only_soter_horizon_defaults_to_holding_the_control():
     assert get_spec("soter-horizon").options["control_beyond"] == "hold"
     assert "control_beyond" not in get_spec("soter").options
     assert "control_beyond" not in get_spec("soter-anchored").options
+    assert get_spec("soter-mixed").options["control_beyond"] == "hold"  # the same rule, run for its weights
     horizon = load_model("soter-horizon", seed=0)
     assert horizon.control_beyond == "hold" and horizon.describe()["control_beyond"] == "hold"
 
