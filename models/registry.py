@@ -51,6 +51,7 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import typing
 import re
 import sys
 from dataclasses import dataclass, field
@@ -215,6 +216,18 @@ class ModelSpec:
         Imports the factory's module (for SOTER: torch), so call it only when options are given."""
         params = inspect.signature(_resolve(self.factory)).parameters.values()
         return tuple(sorted(p.name for p in params if p.kind in _NAMED and p.name not in REGISTRATION_OPTIONS))
+
+    def option_choices(self) -> dict[str, tuple[Any, ...]]:
+        """The values an option may take, for the factory's parameters annotated ``Literal[...]`` (the others
+        are not listed): a bad value is then a usage error before any work, not a failed load in every cell.
+        Imports the factory's module; an annotation that does not resolve lists nothing."""
+        factory = _resolve(self.factory)
+        try:
+            hints = typing.get_type_hints(factory)
+        except Exception:  # an annotation naming what the module does not import: no choices known
+            return {}
+        return {name: typing.get_args(hint) for name, hint in hints.items()
+                if typing.get_origin(hint) is typing.Literal and name not in REGISTRATION_OPTIONS}
 
     def load(self, **options: Any) -> Model:
         reason = self.unavailable_reason(**options)

@@ -66,6 +66,11 @@ def _run_cli(folder: Path, tmp_path: Path, models: list[str], *options: str) -> 
     (["soter"], "soter.weights=/w", "use --weights NAME=DIR"),
     (["timer-base"], "timer-base.trust_remote_code=True", "use --trust-remote-code NAME"),
     (["last-value"], "last-value", "expects NAME.KEY=VALUE"),
+    # a value outside a Literal-annotated option's choices: before any work, not at load in every cell
+    (["soter"], "soter.control_beyond=bogus", "soter.control_beyond: 'bogus' is not one of 'extrapolate', 'hold', "
+                                              "'zero'"),
+    (["soter-mixed"], "soter-mixed.rollout=sideways", "'sideways' is not one of 'autoregressive', 'direct', "
+                                                     "'per-query'"),
 ])
 def test_bad_options_stop_the_run_before_any_work(folder, tmp_path, capsys, models, option, message):
     assert main(_run_cli(folder, tmp_path, models, option)) == 2
@@ -179,3 +184,14 @@ def test_weights_for_a_model_without_weights_stop_the_run(folder, tmp_path):
         plan(_config(folder, tmp_path / "o", ("last-value",), weights=(("last-value", "/w"),)))
     with pytest.raises(SpecError, match="--trust-remote-code soter-tiny-random: soter-tiny-random has no option"):
         plan(_config(folder, tmp_path / "o", ("soter-tiny-random",), trust_remote_code=("soter-tiny-random",)))
+
+
+def test_soter_option_choices_are_the_models_own():
+    """The adapter's Literal annotations list exactly the values the model accepts (one source of truth each)."""
+    from models.soter.model import ROLLOUTS
+    from models.soter.spline import BEYOND
+
+    for name in ("soter", "soter-anchored", "soter-mixed", "soter-autoregressive"):
+        choices = get_spec(name).option_choices()
+        assert choices == {"rollout": ROLLOUTS, "control_beyond": BEYOND}, name
+    assert get_spec("soter-tiny-random").option_choices() == {"rollout": ROLLOUTS}

@@ -229,6 +229,11 @@ def _check_model_options(config: RunConfig, model_names: tuple[str, ...]) -> Non
             valid = declared[model]
             raise SpecError(f"{what}: {model} has no option {key!r}; "
                             + (f"its options: {', '.join(valid)}" if valid else f"{model} takes no options"))
+    for model, key, value in config.model_options:  # every key is declared: now the values with known choices
+        choices = get_spec(model).option_choices().get(key)
+        if choices is not None and value not in choices:
+            raise SpecError(f"--model-option {model}.{key}: {value!r} is not one of "
+                            f"{', '.join(repr(c) for c in choices)}")
 
 
 def _check_declares(model: str, option: str, what: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -105,53 +106,28 @@ class SoterAdapter(Model):
         return info
 
 
-def load_soter(weights: str | Path | None = None, rollout: str = "autoregressive", per_channel: bool = False,
+Rollout = Literal["autoregressive", "direct", "per-query"]  # models.soter.model.ROLLOUTS (tested equal)
+Beyond = Literal["extrapolate", "hold", "zero"]  # models.soter.spline.BEYOND (tested equal)
+
+
+def load_soter(weights: str | Path | None = None, rollout: Rollout = "autoregressive", per_channel: bool = False,
                device: str = "cpu", name: str = "soter", batch_size: int = 256, seed: int = 0,
-               control_beyond: str = "extrapolate") -> SoterAdapter:
-    """The trained checkpoint (shipped, or ``weights=DIR``). ``batch_size``: rows per forward pass (memory).
+               control_beyond: Beyond = "extrapolate") -> SoterAdapter:
+    """The trained checkpoint: ``weights=DIR``, else the one the entry ``name`` ships with (every SOTER entry
+    with shipped weights runs through here; ``models.soter.registration.SHIPPED_ENTRIES``). ``batch_size``: rows
+    per forward pass (memory).
     ``seed``: passed by the harness to every model; unused, a trained SOTER is deterministic.
     ``control_beyond``: imputation's spline control past a channel's last observation (``extrapolate``, the
     authors'; ``hold`` or ``zero``: ``--model-option soter.control_beyond=hold``, docs/soter.md)."""
     from models.soter.io import from_pretrained
     from models.soter.registration import checkpoint_dir
 
-    folder = checkpoint_dir(weights)
+    folder = checkpoint_dir(weights, name)
     return SoterAdapter(from_pretrained(folder), name=name, rollout=rollout, per_channel=per_channel, device=device,
                         batch_size=batch_size, source=str(folder), checkpoint=folder, control_beyond=control_beyond)
 
 
-def load_soter_anchored(weights: str | Path | None = None, rollout: str = "per-query", per_channel: bool = False,
-                        device: str = "cpu", name: str = "soter-anchored", batch_size: int = 256,
-                        seed: int = 0, control_beyond: str = "extrapolate") -> SoterAdapter:
-    """The shipped checkpoint with options beyond the paper (``soter-cpu-64-anchored``), or ``weights=DIR``."""
-    from models.soter.registration import anchored_checkpoint_dir
-
-    return load_soter(anchored_checkpoint_dir(weights), rollout, per_channel, device, name, batch_size, seed,
-                      control_beyond)
-
-
-def load_soter_horizon(weights: str | Path | None = None, rollout: str = "per-query", per_channel: bool = False,
-                       device: str = "cpu", name: str = "soter-horizon", batch_size: int = 256,
-                       seed: int = 0, control_beyond: str = "extrapolate") -> SoterAdapter:
-    """The shipped checkpoint fine-tuned on horizon-uniform targets (``soter-cpu-64-horizon``), or ``weights=DIR``."""
-    from models.soter.registration import horizon_checkpoint_dir
-
-    return load_soter(horizon_checkpoint_dir(weights), rollout, per_channel, device, name, batch_size, seed,
-                      control_beyond)
-
-
-def load_soter_mixed(weights: str | Path | None = None, rollout: str = "per-query", per_channel: bool = False,
-                     device: str = "cpu", name: str = "soter-mixed", batch_size: int = 256,
-                     seed: int = 0, control_beyond: str = "extrapolate") -> SoterAdapter:
-    """``soter-cpu-64-horizon`` fine-tuned on mixed targets and denser missingness (``soter-cpu-64-mixed``), or
-    ``weights=DIR``."""
-    from models.soter.registration import mixed_checkpoint_dir
-
-    return load_soter(mixed_checkpoint_dir(weights), rollout, per_channel, device, name, batch_size, seed,
-                      control_beyond)
-
-
-def load_random_tiny(seed: int = 0, rollout: str = "autoregressive", per_channel: bool = False,
+def load_random_tiny(seed: int = 0, rollout: Rollout = "autoregressive", per_channel: bool = False,
                      config: str = "soter-tiny", device: str = "cpu", batch_size: int = 256) -> SoterAdapter:
     """RANDOM WEIGHTS: for tests and smoke runs only; never a SOTER result. The weights are drawn on the
     CPU, so every device gets the same model."""
@@ -161,7 +137,7 @@ def load_random_tiny(seed: int = 0, rollout: str = "autoregressive", per_channel
                         device=device, batch_size=batch_size, source=f"random initialisation, seed {seed}")
 
 
-def load_authors(weights: str | Path | None = None, rollout: str = "autoregressive", per_channel: bool = False,
+def load_authors(weights: str | Path | None = None, rollout: Rollout = "autoregressive", per_channel: bool = False,
                  device: str = "cpu", batch_size: int = 256, seed: int = 0) -> SoterAdapter:
     """The authors' released checkpoint from a local folder (``--weights soter-authors=DIR``).
     ``seed``: passed by the harness to every model; unused, the checkpoint is deterministic."""

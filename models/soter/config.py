@@ -58,8 +58,12 @@ class SoterConfig:
     value_embedding: bool = False
     value_embedding_init: float = 1.0
     # "last-value": prediction = last observed value + scale * (readout(h(t)) - readout(h_T)), so a
-    # zero decoder change is exactly last value (last observation carried forward when imputing)
+    # zero decoder change is exactly last value (last observation carried forward when imputing);
+    # "damped-trend": the same plus g * slope * tau * (1 - exp(-dt / tau)), slope = least-squares slope of the
+    # row's last ``trend_points`` observed points (per second), dt = query time - last observed time, and
+    # (logit g, log tau) = Linear(H, 2)(h_T): the model chooses per window how far to follow the local trend
     output_skip: str = "none"
+    trend_points: int = 8
     # training
     huber_delta: float = 2.0
     initializer_range: float = 0.02
@@ -82,12 +86,14 @@ class SoterConfig:
                    "time_normalisation": ("official", "authors", "none"),
                    "shared_expert_input": ("window_mean", "causal_mean"),
                    "expert_execution": ("auto", "dense", "grouped"),
-                   "input_scaling": ("none", "window"), "output_skip": ("none", "last-value")}
+                   "input_scaling": ("none", "window"), "output_skip": ("none", "last-value", "damped-trend")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if min(self.rtol, self.atol, self.min_dt, self.scale_floor) <= 0:
             raise ConfigError("rtol, atol, min_dt and scale_floor must be positive")
+        if self.trend_points < 2:
+            raise ConfigError(f"trend_points must be >= 2 (a slope needs two points), got {self.trend_points}")
         if self.value_embedding_init < 0:
             raise ConfigError(f"value_embedding_init must be >= 0, got {self.value_embedding_init}")
 

@@ -33,7 +33,8 @@ def gate_vectors(model: SoterModel, values: torch.Tensor, timestamps: torch.Tens
     moe.route = recording  # an instance attribute shadows the method for this one call
     try:
         with torch.inference_mode():
-            model.encode(model.model_inputs(values, torch.ones_like(values, dtype=torch.bool))[0], timestamps)
+            everything = torch.ones_like(values, dtype=torch.bool)
+            model.encode(model.model_inputs(values, everything, timestamps)[0], timestamps)
     finally:
         del moe.route
     b, c = values.shape[:2]

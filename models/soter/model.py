@@ -3,6 +3,7 @@ PSD-guided MoE in every block) -> final RMSNorm -> continuous-time decoder -> Li
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -18,6 +19,8 @@ from models.soter.spline import NaturalCubicSpline
 
 
 ROLLOUTS = ("autoregressive", "direct", "per-query")
+TREND_HEAD_INIT = (-2.0, math.log(0.1))  # the damped-trend head's bias at init: (logit gain, log tau in seconds)
+TREND_LOG_TAU = (-7.0, 3.0)  # tau is kept in [1 ms, 20 s]
 
 
 class Block(nn.Module):
@@ -42,10 +45,14 @@ class Block(nn.Module):
 @dataclass
 class WindowFrame:
     """Per (sample, channel) row: where the model's units sit in the data's, and the last observed
-    value. ``loc`` = 0, ``scale`` = 1 unless ``input_scaling="window"``. All [B, C, 1]."""
+    value. ``loc`` = 0, ``scale`` = 1 unless ``input_scaling="window"``. All [B, C, 1].
+    With ``output_skip="damped-trend"`` also the local slope (data units per second) and the last observed
+    time (seconds, float64); None otherwise."""
     loc: torch.Tensor
     scale: torch.Tensor
     last: torch.Tensor
+    slope: torch.Tensor | None = None
+    t_last: torch.Tensor | None = None
 
     def rows(self, name: str) -> torch.Tensor:
         """One of the fields as [B*C, 1] (the decoder's rows)."""
@@ -57,6 +64,27 @@ def last_observed(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     t = values.shape[-1]
     idx = torch.where(mask, torch.arange(t, device=values.device), -1).amax(-1, keepdim=True)
     return torch.where(idx >= 0, values.gather(-1, idx.clamp_min(0)), torch.zeros_like(values[..., :1]))
+
+
+def local_slope(values: torch.Tensor, timestamps: torch.Tensor, mask: torch.Tensor, points: int
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Least-squares slope (per second) of each row's last ``points`` observed samples of [B, C, T] at
+    timestamps [B, T], and the row's last observed time: ([B, C, 1], [B, C, 1]) in float64. A row with fewer
+    than two observed points (or all at one time) has slope 0; one with none takes t_T as its last time."""
+    t = timestamps.double()[:, None, :].expand(values.shape)
+    from_end = torch.flip(torch.cumsum(torch.flip(mask.long(), [-1]), -1), [-1])  # observed points at or after
+    w = (mask & (from_end <= points)).double()
+    n = w.sum(-1, keepdim=True)
+    t_last = torch.where(mask, t, torch.full_like(t, -torch.inf)).amax(-1, keepdim=True)
+    t_last = torch.where(n > 0, t_last, t[..., -1:])
+    tt = torch.where(mask, t - t_last, torch.zeros_like(t))  # relative times: no cancellation in float64
+    y = torch.where(mask, values.double(), torch.zeros_like(t))
+    t_mean = (w * tt).sum(-1, keepdim=True) / n.clamp_min(1.0)
+    y_mean = (w * y).sum(-1, keepdim=True) / n.clamp_min(1.0)
+    var = (w * (tt - t_mean) ** 2).sum(-1, keepdim=True)
+    cov = (w * (tt - t_mean) * (y - y_mean)).sum(-1, keepdim=True)
+    ok = (n >= 2) & (var > 0)
+    return torch.where(ok, cov / torch.where(ok, var, torch.ones_like(var)), torch.zeros_like(var)), t_last
 
 
 @dataclass
@@ -75,12 +103,18 @@ class SoterModel(nn.Module):
         # beyond the paper: a linear value path beside the gated embedding (absent by default, so the
         # paper's model has exactly the paper's parameters)
         self.value_path = nn.Linear(1, cfg.hidden_size) if cfg.value_embedding else None
+        # beyond the paper: the damped-trend anchor's per-window (logit gain, log tau) from h_T
+        self.trend_head = nn.Linear(cfg.hidden_size, 2) if cfg.output_skip == "damped-trend" else None
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.decoder = Decoder(cfg)
         self.apply(self._init)
         if self.value_path is not None:
             nn.init.normal_(self.value_path.weight, std=cfg.value_embedding_init)
+        if self.trend_head is not None:  # starts as a barely followed (g = 0.12), fast-damped (0.1 s) trend
+            nn.init.zeros_(self.trend_head.weight)
+            with torch.no_grad():
+                self.trend_head.bias.copy_(torch.tensor(TREND_HEAD_INIT))
 
     def _init(self, module: nn.Module) -> None:
         if isinstance(module, nn.Linear):
@@ -101,33 +135,56 @@ class SoterModel(nn.Module):
         return angles(self.positions(timestamps), self.config.head_dim, self.config.rope_theta)
 
     # -- the model's units (input_scaling) ---------------------------------------------------------
-    def frame(self, values: torch.Tensor, mask: torch.Tensor) -> WindowFrame:
+    def frame(self, values: torch.Tensor, mask: torch.Tensor, timestamps: torch.Tensor | None = None) -> WindowFrame:
         """Location and scale of each row's observed context (0 and 1 unless ``input_scaling="window"``),
-        and its last observed value."""
+        its last observed value, and with ``output_skip="damped-trend"`` (needs ``timestamps``) its local
+        slope and last observed time."""
         last = last_observed(values, mask)
+        slope = t_last = None
+        if self.config.output_skip == "damped-trend":
+            if timestamps is None:
+                raise ValueError("output_skip='damped-trend' needs the timestamps to take the local slope")
+            slope, t_last = local_slope(values, timestamps, mask, self.config.trend_points)
         if self.config.input_scaling == "none":
-            return WindowFrame(torch.zeros_like(last), torch.ones_like(last), last)
+            return WindowFrame(torch.zeros_like(last), torch.ones_like(last), last, slope, t_last)
         w = mask.to(values.dtype)
         n = w.sum(-1, keepdim=True).clamp_min(1.0)
         loc = (values * w).sum(-1, keepdim=True) / n
         var = (((values - loc) * w) ** 2).sum(-1, keepdim=True) / n
-        return WindowFrame(loc, var.sqrt().clamp_min(self.config.scale_floor), last)
+        return WindowFrame(loc, var.sqrt().clamp_min(self.config.scale_floor), last, slope, t_last)
 
-    def model_inputs(self, values: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, WindowFrame]:
+    def model_inputs(self, values: torch.Tensor, mask: torch.Tensor, timestamps: torch.Tensor | None = None
+                     ) -> tuple[torch.Tensor, WindowFrame]:
         """The values the backbone sees (in the frame's units, missing points zero-filled) and the frame."""
-        fr = self.frame(values, mask)
+        fr = self.frame(values, mask, timestamps)
         if self.config.input_scaling == "none":
             return values * mask, fr
         return torch.where(mask, (values - fr.loc) / fr.scale, torch.zeros_like(values)), fr
 
-    def to_data_units(self, readout: torch.Tensor, readout_last: torch.Tensor, fr: WindowFrame) -> torch.Tensor:
+    def to_data_units(self, readout: torch.Tensor, readout_last: torch.Tensor, fr: WindowFrame,
+                      h_last: torch.Tensor | None = None, t_query: torch.Tensor | None = None) -> torch.Tensor:
         """Readouts [R, Q] at the query times and [R, 1] at t_T (the decoder's start) -> predictions
         [R, Q] in the data's units: loc + scale * readout, or with ``output_skip="last-value"`` the
-        last observed value plus the scaled change of the readout since t_T."""
+        last observed value plus the scaled change of the readout since t_T; ``"damped-trend"`` adds the
+        trend term, which needs h_T [R, H] and the query times [R, Q] (seconds)."""
         scale = fr.rows("scale").to(readout.dtype)
         if self.config.output_skip == "last-value":
             return fr.rows("last").to(readout.dtype) + scale * (readout - readout_last)
+        if self.config.output_skip == "damped-trend":
+            return fr.rows("last").to(readout.dtype) + self.trend(fr, h_last, t_query).to(readout.dtype) \
+                + scale * (readout - readout_last)
         return fr.rows("loc").to(readout.dtype) + scale * readout
+
+    def trend(self, fr: WindowFrame, h_last: torch.Tensor, t_query: torch.Tensor) -> torch.Tensor:
+        """g * slope * tau * (1 - exp(-dt / tau)) [R, Q]: the local slope followed for about tau seconds
+        after the last observation, with (logit g, log tau) = trend_head(h_T) chosen per row."""
+        if self.trend_head is None or fr.slope is None or h_last is None or t_query is None:
+            raise ValueError("the damped-trend anchor needs its head, the frame's slope, h_T and the query times")
+        logit_g, log_tau = self.trend_head(h_last).float().unbind(-1)
+        gain = torch.sigmoid(logit_g)[:, None]
+        tau = log_tau.clamp(*TREND_LOG_TAU).exp()[:, None]
+        dt = (t_query.double() - fr.rows("t_last")).clamp_min(0.0).float()
+        return gain * fr.rows("slope").float() * tau * -torch.expm1(-dt / tau)
 
     def encode(self, values: torch.Tensor, timestamps: torch.Tensor) -> Encoded:
         """values [B, C, T] in the model's units (``model_inputs``; missing points zero-filled),
@@ -173,7 +230,7 @@ class SoterModel(nn.Module):
         """``predict``'s [B, C, Q], with the raw readouts it came from ([B*C, Q] at the queries,
         [B*C, 1] at t_T) and the frame (training's auxiliary loss needs them)."""
         b, c, t = values.shape
-        inputs, fr = self.model_inputs(values, mask)
+        inputs, fr = self.model_inputs(values, mask, timestamps)
         enc = self.encode(inputs, timestamps)
         h_last = enc.hidden[:, -1].to(self.decoder.readout.weight.dtype)
         t_last = timestamps[:, -1].double().repeat_interleave(c)
@@ -181,7 +238,8 @@ class SoterModel(nn.Module):
         spline = self.control_spline(inputs, timestamps, mask, control_beyond) if controlled else None
         readout = self.decoder(h_last, t_last, t_query, spline)
         readout_last = self.decoder.readout(h_last)
-        return self.to_data_units(readout, readout_last, fr).view(b, c, -1), readout, readout_last, fr
+        pred = self.to_data_units(readout, readout_last, fr, h_last, t_query)
+        return pred.view(b, c, -1), readout, readout_last, fr
 
     def predict_each(self, values: torch.Tensor, timestamps: torch.Tensor, query_times: torch.Tensor) -> torch.Tensor:
         """One backbone pass, then every query time decoded by its own solve from h_T (z = 0): [B, C, Q].
@@ -196,14 +254,15 @@ class SoterModel(nn.Module):
         """``predict_each``'s [B, C, Q], with its raw readouts ([B*C, Q] and [B*C, 1] at t_T) and frame."""
         b, c, t = values.shape
         q = query_times.shape[1]
-        inputs, fr = self.model_inputs(values, torch.ones_like(values, dtype=torch.bool))
+        inputs, fr = self.model_inputs(values, torch.ones_like(values, dtype=torch.bool), timestamps)
         enc = self.encode(inputs, timestamps)
         h_last = enc.hidden[:, -1].to(self.decoder.readout.weight.dtype)  # [B*C, H]
         t_last = timestamps[:, -1].double().repeat_interleave(c * q)
-        t_query = query_times.double().repeat_interleave(c, dim=0).reshape(-1, 1)
-        readout = self.decoder(h_last.repeat_interleave(q, dim=0), t_last, t_query).view(b * c, q)
+        t_rows = query_times.double().repeat_interleave(c, dim=0)  # [B*C, Q]
+        readout = self.decoder(h_last.repeat_interleave(q, dim=0), t_last, t_rows.reshape(-1, 1)).view(b * c, q)
         readout_last = self.decoder.readout(h_last)
-        return self.to_data_units(readout, readout_last, fr).view(b, c, q), readout, readout_last, fr
+        pred = self.to_data_units(readout, readout_last, fr, h_last, t_rows)
+        return pred.view(b, c, q), readout, readout_last, fr
 
     def forecast(self, values: torch.Tensor, timestamps: torch.Tensor, query_times: torch.Tensor,
                  rollout: str = "autoregressive") -> torch.Tensor:
@@ -230,7 +289,7 @@ class SoterModel(nn.Module):
     def embed_batch(self, values: torch.Tensor, timestamps: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Final-norm hidden states, masked mean over time, then mean over channels: [B, H]."""
         b, c, t = values.shape
-        enc = self.encode(self.model_inputs(values, mask)[0], timestamps)
+        enc = self.encode(self.model_inputs(values, mask, timestamps)[0], timestamps)
         m = mask.reshape(b * c, t, 1).to(enc.hidden.dtype)
         per_row = (enc.hidden * m).sum(1) / m.sum(1).clamp_min(1.0)
         return per_row.view(b, c, -1).mean(1)
@@ -271,7 +330,7 @@ class SoterModel(nn.Module):
                 nn.functional.huber_loss(absolute, target, delta=self.config.huber_delta)
                 + nn.functional.huber_loss(absolute_last, fr.rows("last").to(pred.dtype), delta=self.config.huber_delta))
         if self.config.router == "learned":
-            loss = loss + self.encode(self.model_inputs(values, mask)[0], timestamps).aux_loss
+            loss = loss + self.encode(self.model_inputs(values, mask, timestamps)[0], timestamps).aux_loss
         return loss
 
 

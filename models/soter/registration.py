@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from models.registry import ModelSpec, register
@@ -22,22 +23,38 @@ HORIZON = CHECKPOINTS / HORIZON_NAME
 # soter-cpu-64-horizon fine-tuned on mixed targets and denser missingness (issue #26, rule V4 of its MODEL_CARD.md)
 MIXED_NAME = "soter-cpu-64-mixed"
 MIXED = CHECKPOINTS / MIXED_NAME
+# soter-cpu-64-mixed fine-tuned with a learned damped local trend in the anchor (issue #26, rule V5)
+TREND_NAME = "soter-cpu-64-trend"
+TREND = CHECKPOINTS / TREND_NAME
 
 
-def checkpoint_dir(weights: str | Path | None = None) -> Path:
-    return Path(weights).expanduser() if weights else SHIPPED
+@dataclass(frozen=True)
+class ShippedEntry:
+    """A registry entry that runs a shipped checkpoint folder unless ``--weights`` names another: its
+    default weights (``checkpoint_dir``) and readiness check (``check``), one object per entry (the registry
+    names them as ``models.soter.registration:<OBJECT>.check``)."""
+    entry: str
+    folder: Path
+
+    def checkpoint_dir(self, weights: str | Path | None = None) -> Path:
+        return Path(weights).expanduser() if weights else self.folder
+
+    def check(self, weights: str | Path | None = None, **_: object) -> str | None:
+        return check_checkpoint(weights, self.entry, self.folder)
 
 
-def anchored_checkpoint_dir(weights: str | Path | None = None) -> Path:
-    return Path(weights).expanduser() if weights else ANCHORED
+FAITHFUL_ENTRY = ShippedEntry("soter", SHIPPED)
+ANCHORED_ENTRY = ShippedEntry("soter-anchored", ANCHORED)
+HORIZON_ENTRY = ShippedEntry("soter-horizon", HORIZON)
+MIXED_ENTRY = ShippedEntry("soter-mixed", MIXED)
+TREND_ENTRY = ShippedEntry("soter-trend", TREND)
+SHIPPED_ENTRIES = {e.entry: e for e in (FAITHFUL_ENTRY, ANCHORED_ENTRY, HORIZON_ENTRY, MIXED_ENTRY, TREND_ENTRY)}
 
 
-def horizon_checkpoint_dir(weights: str | Path | None = None) -> Path:
-    return Path(weights).expanduser() if weights else HORIZON
-
-
-def mixed_checkpoint_dir(weights: str | Path | None = None) -> Path:
-    return Path(weights).expanduser() if weights else MIXED
+def checkpoint_dir(weights: str | Path | None = None, entry: str = "soter") -> Path:
+    """``weights``, else the folder the entry ships with (the faithful checkpoint for entries without their own,
+    such as ``soter-autoregressive``)."""
+    return SHIPPED_ENTRIES.get(entry, FAITHFUL_ENTRY).checkpoint_dir(weights)
 
 
 def check_checkpoint(weights: str | Path | None = None, entry: str = "soter", default: Path = SHIPPED,
@@ -52,25 +69,14 @@ def check_checkpoint(weights: str | Path | None = None, entry: str = "soter", de
             "Random weights are never used for SOTER rows.")
 
 
-def check_anchored_checkpoint(weights: str | Path | None = None, **_: object) -> str | None:
-    return check_checkpoint(weights, "soter-anchored", ANCHORED)
-
-
-def check_horizon_checkpoint(weights: str | Path | None = None, **_: object) -> str | None:
-    return check_checkpoint(weights, "soter-horizon", HORIZON)
-
-
-def check_mixed_checkpoint(weights: str | Path | None = None, **_: object) -> str | None:
-    return check_checkpoint(weights, "soter-mixed", MIXED)
-
-
 register(ModelSpec(
     name="soter", factory="models.soter.adapter:load_soter", family="soter", capabilities_on_load=True,
     description=f"SOTER, the paper's architecture and objective, from a trained checkpoint (default: the shipped "
                 f"{SHIPPED_NAME}), forecasts decoded per query: forecast, causal CDE imputation, embedding",
-    licence="MIT (this repository's weights)", check="models.soter.registration:check_checkpoint",
+    licence="MIT (this repository's weights)", check="models.soter.registration:FAITHFUL_ENTRY.check",
     tasks=("forecasting", "imputation", "noise", "classification"),
-    options={"rollout": "per-query", "name": "soter"}, default_weights="models.soter.registration:checkpoint_dir",
+    options={"rollout": "per-query", "name": "soter"},
+    default_weights="models.soter.registration:FAITHFUL_ENTRY.checkpoint_dir",
     note="soter: forecasts decoded per query (one backbone pass, one ODE solve from h_T to each horizon "
          "step), not the paper's autoregressive rollout, which is too slow for the default CPU run: "
          "--models soter-autoregressive (docs/soter.md)",
@@ -81,27 +87,29 @@ register(ModelSpec(
     name="soter-autoregressive", factory="models.soter.adapter:load_soter", family="soter", capabilities_on_load=True, default=False,
     description="the same SOTER checkpoint with the paper's autoregressive rollout (one backbone pass per "
                 "horizon step)", licence="MIT (this repository's weights)",
-    check="models.soter.registration:check_checkpoint", tasks=("forecasting", "noise"),
+    check="models.soter.registration:FAITHFUL_ENTRY.check", tasks=("forecasting", "noise"),
     options={"rollout": "autoregressive", "name": "soter-autoregressive"},
-    default_weights="models.soter.registration:checkpoint_dir",
+    default_weights="models.soter.registration:FAITHFUL_ENTRY.checkpoint_dir",
 ))
 
-def _register_departure(name: str, folder: str, what: str, note: str, stem: str, in_default_run: bool = True,
+def _register_departure(name: str, folder: str, what: str, note: str, shipped: str, in_default_run: bool = True,
                         **options: str) -> None:
     """A shipped checkpoint that departs from the paper: its own entry beside the faithful ``soter``, decoded
     per query, in the default forecasting run only (the other tasks' default runs would take minutes longer,
     BENCHMARKS.md, so there it is opt-in); ``in_default_run=False``: a checkpoint a later one of the same line
-    superseded (the default run keeps under 5 minutes cold), still registered. ``stem`` names its
-    functions: ``adapter.load_soter_<stem>``, ``check_<stem>_checkpoint``, ``<stem>_checkpoint_dir``. ``options``:
-    the entry's own defaults of the adapter's options (part of its records' identity)."""
+    superseded (the default run keeps under 5 minutes cold), still registered. ``shipped``: the name of its
+    :class:`ShippedEntry` in this module. ``options``: the entry's own defaults of the adapter's options (part
+    of its records' identity)."""
+    if SHIPPED_ENTRIES[name] is not globals()[shipped]:
+        raise ValueError(f"{shipped} is not the shipped entry of {name!r}")
     register(ModelSpec(
-        name=name, factory=f"models.soter.adapter:load_soter_{stem}", family="soter", capabilities_on_load=True,
+        name=name, factory="models.soter.adapter:load_soter", family="soter", capabilities_on_load=True,
         description=f"SOTER DEPARTING FROM THE PAPER (default: the shipped {folder}): {what}. Decoded per query",
-        licence="MIT (this repository's weights)", check=f"models.soter.registration:check_{stem}_checkpoint",
+        licence="MIT (this repository's weights)", check=f"models.soter.registration:{shipped}.check",
         tasks=("forecasting", "imputation", "noise", "classification"),
         default=("forecasting",) if in_default_run else False,
         options={"rollout": "per-query", "name": name, **options},
-        default_weights=f"models.soter.registration:{stem}_checkpoint_dir", note=note,
+        default_weights=f"models.soter.registration:{shipped}.checkpoint_dir", note=note,
     ))
 
 
@@ -109,13 +117,13 @@ _register_departure(
     "soter-anchored", ANCHORED_NAME, "per-window standardised input, a linear value path, forecasts anchored at "
     "the last observed value (a zero decoder change is last value); chosen by a held-out ablation (its MODEL_CARD.md)",
     "soter-anchored: SOTER with options beyond the paper (window scaling, value path, last-value anchor; "
-    "docs/soter-training.md), decoded per query", "anchored")
+    "docs/soter-training.md), decoded per query", "ANCHORED_ENTRY")
 _register_departure(
     "soter-horizon", HORIZON_NAME, "soter-anchored's model fine-tuned on targets spread evenly over the 64-step "
     "horizon; shipped by a rule written before its run, on held-out data (its MODEL_CARD.md); imputation holds "
     "the spline control past a channel's last observation (chosen on held-out data)",
     "soter-horizon: soter-anchored fine-tuned on horizon-uniform targets (docs/soter-anchored-rules.md), "
-    "decoded per query; imputes with the control held past the last observation", "horizon",
+    "decoded per query; imputes with the control held past the last observation", "HORIZON_ENTRY",
     in_default_run=False,  # superseded in the default run by soter-mixed (rule V4, docs/soter-anchored-rules.md)
     # chosen by the rule "Imputation control past the last observation" (docs/soter-anchored-rules.md): on the
     # held-out sets its imputation scored 1.029 x locf's with the control held, 1.134 with the authors' extrapolation
@@ -125,9 +133,18 @@ _register_departure(
     "64-step horizon, with half of the context missing in the missingness regime; shipped by a rule written "
     "before its run, on held-out data (its MODEL_CARD.md)",
     "soter-mixed: soter-horizon fine-tuned on mixed targets and denser missingness (docs/soter-anchored-rules.md, "
-    "V4), decoded per query; imputes with the control held past the last observation", "mixed",
+    "V4), decoded per query; imputes with the control held past the last observation", "MIXED_ENTRY",
+    in_default_run=False,  # superseded in the default run by soter-trend (rule V5, docs/soter-anchored-rules.md)
     # the same rule as soter-horizon's, run for these weights: held-out imputation 1.032 x locf's held, 1.108
     # extrapolated (docs/soter-anchored-rules.md, "Imputation control")
+    control_beyond="hold")
+_register_departure(
+    "soter-trend", TREND_NAME, "soter-mixed's model with a learned damped local trend in its anchor (the least-squares "
+    "slope of the last 8 observed points, followed with a gain and a damping time the model chooses per window from "
+    "h_T); shipped by a rule written before its run, on held-out data (its MODEL_CARD.md)",
+    "soter-trend: soter-mixed fine-tuned with a learned damped local trend in the anchor (docs/soter-anchored-rules.md, "
+    "V5), decoded per query; imputes with the control held past the last observation", "TREND_ENTRY",
+    # its parent's held-out choice, by rule V5 (not re-decided): docs/soter-anchored-rules.md
     control_beyond="hold")
 
 register(ModelSpec(

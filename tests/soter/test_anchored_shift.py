@@ -38,7 +38,7 @@ def _ratio(model, baseline, dataset, fold) -> float:
     return float(np.sqrt(errors[0].sse / errors[1].sse))
 
 
-@pytest.mark.parametrize("name", ["soter-anchored", "soter-horizon", "soter-mixed"])  # the shipped window-scaled entries
+@pytest.mark.parametrize("name", ["soter-anchored", "soter-horizon", "soter-mixed", "soter-trend"])  # the shipped window-scaled entries
 @pytest.mark.parametrize("subject, channel", [("S01", 3), ("S04", 0)])  # EDA (slow) and ECG
 def test_shifted_test_subject_is_forecast_as_well_as_unshifted(subject, channel, name):
     cohort = load_synthetic_cohort()

@@ -47,9 +47,13 @@ class TrainConfig:
     input_scaling: str = ""
     value_embedding: bool = False
     output_skip: str = ""
-    # > 0 (with output_skip="last-value"): the absolute readout's Huber loss at the target and at t_T, times
+    # > 0 (with output_skip "last-value" or "damped-trend"): the absolute readout's Huber loss at the target and at t_T, times
     # this weight, is added to the loss, so the readout keeps carrying the level (it cannot die)
     aux_absolute_weight: float = 0.0
+    # > 0 (with output_skip="damped-trend"): the trend head's learning rate (its own AdamW group; the schedule
+    # scales it like lr). Its two outputs sit behind a zero-initialised Linear(H, 2): at the backbone's lr they
+    # move about lr per step, too slowly for a fine-tune of a few thousand steps. 0 = lr
+    trend_head_lr: float = 0.0
     # held-out loss: a second corpus (e.g. other synthetic seeds), val_batches fixed batches every val_every steps
     val_corpus: str = ""
     val_every: int = 500
@@ -74,8 +78,8 @@ class TrainConfig:
             raise ValueError("missing_prob must be in [0, 1] and missing_rate in [0, 1)")
         if self.min_length > self.max_length:
             raise ValueError("min_length must not exceed max_length")
-        if self.aux_absolute_weight < 0:
-            raise ValueError("aux_absolute_weight must be >= 0")
+        if self.aux_absolute_weight < 0 or self.trend_head_lr < 0:
+            raise ValueError("aux_absolute_weight and trend_head_lr must be >= 0")
 
     def model_overrides(self) -> dict[str, Any]:
         """The SoterConfig fields this run sets beyond its preset (the options left at their defaults

@@ -91,7 +91,7 @@ class Trainer:
         elif self.world_size > 1:
             self.module = torch.nn.parallel.DistributedDataParallel(
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
+        self.opt = torch.optim.AdamW(self._param_groups(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
                                      weight_decay=cfg.weight_decay)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: lr_factor(s, cfg.warmup_steps, cfg.steps))
         self.sampler = WindowSampler.from_config(open_corpus(Path(cfg.corpus)), cfg, rank=self.rank,
@@ -103,6 +103,18 @@ class Trainer:
         self.wall_before = 0.0  # training seconds of earlier processes (resumed runs)
         self._started = time.perf_counter()
         self.out = Path(cfg.out)
+
+    def _param_groups(self):
+        """Every parameter at ``lr``; with ``trend_head_lr`` > 0 the damped-trend head in its own group at that
+        rate (the schedule scales both alike)."""
+        if not self.cfg.trend_head_lr:
+            return self.model.parameters()
+        if self.model.trend_head is None:
+            raise ValueError("--trend-head-lr needs a model with the damped-trend head (--output-skip damped-trend)")
+        head = list(self.model.trend_head.parameters())
+        ids = {id(p) for p in head}
+        return [{"params": [p for p in self.model.parameters() if id(p) not in ids]},
+                {"params": head, "lr": self.cfg.trend_head_lr}]
 
     def _load_matching(self, path: Path, what: str) -> SoterModel:
         """A checkpoint's model (checksums verified) whose config must be this run's; the error names
@@ -116,7 +128,20 @@ class Trainer:
         return loaded
 
     def _init_from(self, path: Path) -> None:
-        """Start from a checkpoint's weights; its model config must be this run's."""
+        """Start from a checkpoint's weights; its model config must be this run's, or the same with the
+        last-value anchor where this run adds the damped trend (the new head keeps its initialisation, which
+        starts close to the last-value model)."""
+        ours = self.model.config
+        if ours.output_skip == "damped-trend":
+            loaded = from_pretrained(path)
+            theirs = loaded.config
+            if theirs.output_skip == "last-value" and dataclasses.replace(
+                    theirs, output_skip=ours.output_skip, trend_points=ours.trend_points) == ours:
+                missing, unexpected = self.model.load_state_dict(loaded.state_dict(), strict=False)
+                if unexpected or sorted(missing) != ["trend_head.bias", "trend_head.weight"]:
+                    raise CheckpointError(f"{path}: cannot extend to the damped trend (missing {missing}, "
+                                          f"unexpected {unexpected})")
+                return
         self.model.load_state_dict(self._load_matching(path, "the --init-weights").state_dict())
 
     def wall_seconds(self) -> float:
