@@ -64,6 +64,9 @@ class SoterConfig:
     # (logit g, log tau) = Linear(H, 2)(h_T): the model chooses per window how far to follow the local trend
     output_skip: str = "none"
     trend_points: int = 8
+    # the decoder's field also sees log(dt / 1 s), dt = the row's solve span (the paper's field sees s in [0, 1]
+    # only, so its change over the first steps is close to linear in dt)
+    field_dt: bool = False
     # training
     huber_delta: float = 2.0
     initializer_range: float = 0.02
@@ -100,7 +103,8 @@ class SoterConfig:
     @property
     def is_faithful(self) -> bool:
         """True when no option beyond the paper's architecture is on (the recipe may still differ)."""
-        return (self.input_scaling, self.value_embedding, self.output_skip) == ("none", False, "none")
+        return (self.input_scaling, self.value_embedding, self.output_skip, self.field_dt) == ("none", False, "none",
+                                                                                               False)
 
     @property
     def head_dim(self) -> int:

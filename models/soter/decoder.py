@@ -22,19 +22,32 @@ FIXED_STEP_SOLVERS = ("rk4", "euler", "midpoint", "explicit_adams")  # take rk4_
 
 
 class VectorField(nn.Module):
-    """f([s; h; z]): an MLP with SiLU; without the control block when cfg.control is False."""
+    """f([s; h; z]): an MLP with SiLU; without the control block when cfg.control is False; with
+    ``field_dt`` (beyond the paper) f([s; h; z; log dt]), the last input column zero at init."""
 
     def __init__(self, cfg: SoterConfig) -> None:
         super().__init__()
         self.control = cfg.control
-        width = 1 + cfg.hidden_size + (1 if cfg.control else 0)
+        self.field_dt = cfg.field_dt
+        width = 1 + cfg.hidden_size + (1 if cfg.control else 0) + (1 if cfg.field_dt else 0)
         dims = [width, *cfg.decoder_hidden, cfg.hidden_size]
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
 
-    def forward(self, s: torch.Tensor, h: torch.Tensor, z: torch.Tensor | None) -> torch.Tensor:
+    def zero_dt_column(self) -> None:
+        """The log-dt input's weights to zero: the field is then exactly the one without it."""
+        if self.field_dt:
+            with torch.no_grad():
+                self.layers[0].weight[:, -1].zero_()
+
+    def forward(self, s: torch.Tensor, h: torch.Tensor, z: torch.Tensor | None,
+                log_dt: torch.Tensor | None = None) -> torch.Tensor:
         parts = [s.expand(h.shape[0], 1).to(h.dtype), h]
         if self.control:
             parts.append(torch.zeros_like(h[:, :1]) if z is None else z[:, None].to(h.dtype))
+        if self.field_dt:
+            if log_dt is None:
+                raise ValueError("field_dt: the field needs log dt per row")
+            parts.append(log_dt[:, None].to(h.dtype))
         x = torch.cat(parts, dim=-1)
         for i, layer in enumerate(self.layers):
             x = layer(x)
@@ -48,6 +61,7 @@ class _Dynamics(nn.Module):
                  spline: NaturalCubicSpline | None) -> None:
         super().__init__()
         self.field, self.dt, self.t_last, self.spline = field, dt, t_last, spline
+        self.log_dt = dt.log() if field.field_dt else None
         self.nfe = 0
 
     def forward(self, s: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
@@ -55,7 +69,7 @@ class _Dynamics(nn.Module):
         z = None
         if self.spline is not None:
             z = self.spline.evaluate((self.t_last + s.to(self.t_last.dtype) * self.dt))
-        return self.dt[:, None].to(h.dtype) * self.field(s, h, z)
+        return self.dt[:, None].to(h.dtype) * self.field(s, h, z, self.log_dt)
 
 
 class Decoder(nn.Module):
@@ -64,6 +78,7 @@ class Decoder(nn.Module):
         self.cfg = cfg
         self.field = VectorField(cfg)
         self.readout = nn.Linear(cfg.hidden_size, 1)
+        self.field.zero_dt_column()
         self.last_nfe = 0
 
     def evolve(self, h0: torch.Tensor, t_last: torch.Tensor, t_query: torch.Tensor,

@@ -111,6 +111,7 @@ class SoterModel(nn.Module):
         self.apply(self._init)
         if self.value_path is not None:
             nn.init.normal_(self.value_path.weight, std=cfg.value_embedding_init)
+        self.decoder.field.zero_dt_column()  # field_dt: the log-dt input starts unused
         if self.trend_head is not None:  # starts as a barely followed (g = 0.12), fast-damped (0.1 s) trend
             nn.init.zeros_(self.trend_head.weight)
             with torch.no_grad():

@@ -47,6 +47,7 @@ class TrainConfig:
     input_scaling: str = ""
     value_embedding: bool = False
     output_skip: str = ""
+    field_dt: bool = False
     # > 0 (with output_skip "last-value" or "damped-trend"): the absolute readout's Huber loss at the target and at t_T, times
     # this weight, is added to the loss, so the readout keeps carrying the level (it cannot die)
     aux_absolute_weight: float = 0.0
@@ -91,6 +92,8 @@ class TrainConfig:
             out["value_embedding"] = True
         if self.output_skip:
             out["output_skip"] = self.output_skip
+        if self.field_dt:
+            out["field_dt"] = True
         return out
 
     def to_dict(self) -> dict[str, Any]:

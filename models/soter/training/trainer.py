@@ -35,6 +35,38 @@ from models.soter.training.sampler import Batch, WindowSampler
 STATE_FILE = "trainer_state.pt"
 
 
+def extension_of(theirs: SoterConfig, ours: SoterConfig) -> bool:
+    """True when ``ours`` is ``theirs`` plus options that only add parameters: the damped trend on a
+    last-value anchor, the log-dt input of the decoder's field."""
+    changes = {}
+    if theirs.output_skip == "last-value" and ours.output_skip == "damped-trend":
+        changes.update(output_skip=ours.output_skip, trend_points=ours.trend_points)
+    if not theirs.field_dt and ours.field_dt:
+        changes["field_dt"] = True
+    return bool(changes) and dataclasses.replace(theirs, **changes) == ours
+
+
+def load_extended(model: SoterModel, loaded: SoterModel, path: Path) -> None:
+    """``loaded``'s weights into ``model`` (an extension of it): new parameters keep their initialisation, the
+    field's first layer gets the old columns and a zero log-dt column."""
+    theirs = loaded.state_dict()
+    state = model.state_dict()
+    unexpected = sorted(set(theirs) - set(state))
+    if unexpected:
+        raise CheckpointError(f"{path}: parameters {unexpected} have no place in the extended model")
+    for name, value in theirs.items():
+        target = state[name]
+        if target.shape == value.shape:
+            target.copy_(value)
+        elif name == "decoder.field.layers.0.weight" and model.config.field_dt \
+                and target.shape[:1] == value.shape[:1] and target.shape[1] == value.shape[1] + 1:
+            target[:, :-1].copy_(value)
+            target[:, -1].zero_()
+        else:
+            raise CheckpointError(f"{path}: {name} has shape {tuple(value.shape)}, the extended model "
+                                  f"{tuple(target.shape)}")
+
+
 def lr_factor(step: int, warmup: int, total: int) -> float:
     """Linear warmup over ``warmup`` steps, then cosine from 1 to 0 over the remaining steps."""
     if step < warmup:
@@ -128,19 +160,15 @@ class Trainer:
         return loaded
 
     def _init_from(self, path: Path) -> None:
-        """Start from a checkpoint's weights; its model config must be this run's, or the same with the
-        last-value anchor where this run adds the damped trend (the new head keeps its initialisation, which
-        starts close to the last-value model)."""
+        """Start from a checkpoint's weights; its model config must be this run's, or this run's less options
+        that only add to the model (:func:`extension_of`): the last-value anchor where this run adds the damped
+        trend (the new head keeps its initialisation, close to the last-value model), a field without the log-dt
+        input where this run adds it (the new column zero: exactly the checkpoint's model)."""
         ours = self.model.config
-        if ours.output_skip == "damped-trend":
+        if ours.output_skip == "damped-trend" or ours.field_dt:
             loaded = from_pretrained(path)
-            theirs = loaded.config
-            if theirs.output_skip == "last-value" and dataclasses.replace(
-                    theirs, output_skip=ours.output_skip, trend_points=ours.trend_points) == ours:
-                missing, unexpected = self.model.load_state_dict(loaded.state_dict(), strict=False)
-                if unexpected or sorted(missing) != ["trend_head.bias", "trend_head.weight"]:
-                    raise CheckpointError(f"{path}: cannot extend to the damped trend (missing {missing}, "
-                                          f"unexpected {unexpected})")
+            if loaded.config != ours and extension_of(loaded.config, ours):
+                load_extended(self.model, loaded, path)
                 return
         self.model.load_state_dict(self._load_matching(path, "the --init-weights").state_dict())
 
