@@ -169,12 +169,12 @@ class SoterModel(nn.Module):
         last observed value plus the scaled change of the readout since t_T; ``"damped-trend"`` adds the
         trend term, which needs h_T [R, H] and the query times [R, Q] (seconds)."""
         scale = fr.rows("scale").to(readout.dtype)
-        if self.config.output_skip == "last-value":
-            return fr.rows("last").to(readout.dtype) + scale * (readout - readout_last)
+        if self.config.output_skip == "none":
+            return fr.rows("loc").to(readout.dtype) + scale * readout
+        anchor = fr.rows("last").to(readout.dtype)
         if self.config.output_skip == "damped-trend":
-            return fr.rows("last").to(readout.dtype) + self.trend(fr, h_last, t_query).to(readout.dtype) \
-                + scale * (readout - readout_last)
-        return fr.rows("loc").to(readout.dtype) + scale * readout
+            anchor = anchor + self.trend(fr, h_last, t_query).to(readout.dtype)
+        return anchor + scale * (readout - readout_last)
 
     def trend(self, fr: WindowFrame, h_last: torch.Tensor, t_query: torch.Tensor) -> torch.Tensor:
         """g * slope * tau * (1 - exp(-dt / tau)) [R, Q]: the local slope followed for about tau seconds

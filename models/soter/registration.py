@@ -40,7 +40,14 @@ class ShippedEntry:
         return Path(weights).expanduser() if weights else self.folder
 
     def check(self, weights: str | Path | None = None, **_: object) -> str | None:
-        return check_checkpoint(weights, self.entry, self.folder)
+        """None when a checkpoint (config.json + safetensors weights) is there, else how to get one."""
+        folder = self.checkpoint_dir(weights)
+        if (folder / "config.json").is_file() and any((folder / f).is_file() for f in _WEIGHT_FILES):
+            return None
+        where = f"--weights {self.entry}={weights}" if weights else f"{self.folder.relative_to(CHECKPOINTS.parents[2])}"
+        return (f"no trained SOTER checkpoint found ({where}: needs config.json and model.safetensors); "
+                f"train one (docs/soter-training.md) or pass --weights {self.entry}=DIR. "
+                "Random weights are never used for SOTER rows.")
 
 
 FAITHFUL_ENTRY = ShippedEntry("soter", SHIPPED)
@@ -55,18 +62,6 @@ def checkpoint_dir(weights: str | Path | None = None, entry: str = "soter") -> P
     """``weights``, else the folder the entry ships with (the faithful checkpoint for entries without their own,
     such as ``soter-autoregressive``)."""
     return SHIPPED_ENTRIES.get(entry, FAITHFUL_ENTRY).checkpoint_dir(weights)
-
-
-def check_checkpoint(weights: str | Path | None = None, entry: str = "soter", default: Path = SHIPPED,
-                     **_: object) -> str | None:
-    """None when a checkpoint (config.json + safetensors weights) is there, else how to get one."""
-    folder = Path(weights).expanduser() if weights else default
-    if (folder / "config.json").is_file() and any((folder / f).is_file() for f in _WEIGHT_FILES):
-        return None
-    where = f"--weights {entry}={weights}" if weights else f"{default.relative_to(CHECKPOINTS.parents[2])}"
-    return (f"no trained SOTER checkpoint found ({where}: needs config.json and model.safetensors); "
-            f"train one (docs/soter-training.md) or pass --weights {entry}=DIR. "
-            "Random weights are never used for SOTER rows.")
 
 
 register(ModelSpec(
@@ -92,7 +87,7 @@ register(ModelSpec(
     default_weights="models.soter.registration:FAITHFUL_ENTRY.checkpoint_dir",
 ))
 
-def _register_departure(name: str, folder: str, what: str, note: str, shipped: str, in_default_run: bool = True,
+def _register_departure(name: str, what: str, note: str, shipped: str, in_default_run: bool = True,
                         **options: str) -> None:
     """A shipped checkpoint that departs from the paper: its own entry beside the faithful ``soter``, decoded
     per query, in the default forecasting run only (the other tasks' default runs would take minutes longer,
@@ -102,6 +97,7 @@ def _register_departure(name: str, folder: str, what: str, note: str, shipped: s
     of its records' identity)."""
     if SHIPPED_ENTRIES[name] is not globals()[shipped]:
         raise ValueError(f"{shipped} is not the shipped entry of {name!r}")
+    folder = SHIPPED_ENTRIES[name].folder.name
     register(ModelSpec(
         name=name, factory="models.soter.adapter:load_soter", family="soter", capabilities_on_load=True,
         description=f"SOTER DEPARTING FROM THE PAPER (default: the shipped {folder}): {what}. Decoded per query",
@@ -114,12 +110,12 @@ def _register_departure(name: str, folder: str, what: str, note: str, shipped: s
 
 
 _register_departure(
-    "soter-anchored", ANCHORED_NAME, "per-window standardised input, a linear value path, forecasts anchored at "
+    "soter-anchored", "per-window standardised input, a linear value path, forecasts anchored at "
     "the last observed value (a zero decoder change is last value); chosen by a held-out ablation (its MODEL_CARD.md)",
     "soter-anchored: SOTER with options beyond the paper (window scaling, value path, last-value anchor; "
     "docs/soter-training.md), decoded per query", "ANCHORED_ENTRY")
 _register_departure(
-    "soter-horizon", HORIZON_NAME, "soter-anchored's model fine-tuned on targets spread evenly over the 64-step "
+    "soter-horizon", "soter-anchored's model fine-tuned on targets spread evenly over the 64-step "
     "horizon; shipped by a rule written before its run, on held-out data (its MODEL_CARD.md); imputation holds "
     "the spline control past a channel's last observation (chosen on held-out data)",
     "soter-horizon: soter-anchored fine-tuned on horizon-uniform targets (docs/soter-anchored-rules.md), "
@@ -129,7 +125,7 @@ _register_departure(
     # held-out sets its imputation scored 1.029 x locf's with the control held, 1.134 with the authors' extrapolation
     control_beyond="hold")
 _register_departure(
-    "soter-mixed", MIXED_NAME, "soter-horizon's model fine-tuned on targets mixing the next step and the whole "
+    "soter-mixed", "soter-horizon's model fine-tuned on targets mixing the next step and the whole "
     "64-step horizon, with half of the context missing in the missingness regime; shipped by a rule written "
     "before its run, on held-out data (its MODEL_CARD.md)",
     "soter-mixed: soter-horizon fine-tuned on mixed targets and denser missingness (docs/soter-anchored-rules.md, "
@@ -139,11 +135,12 @@ _register_departure(
     # extrapolated (docs/soter-anchored-rules.md, "Imputation control")
     control_beyond="hold")
 _register_departure(
-    "soter-trend", TREND_NAME, "soter-mixed's model with a learned damped local trend in its anchor (the least-squares "
+    "soter-trend", "soter-mixed's model with a learned damped local trend in its anchor (the least-squares "
     "slope of the last 8 observed points, followed with a gain and a damping time the model chooses per window from "
     "h_T); shipped by a rule written before its run, on held-out data (its MODEL_CARD.md)",
-    "soter-trend: soter-mixed fine-tuned with a learned damped local trend in the anchor (docs/soter-anchored-rules.md, "
-    "V5), decoded per query; imputes with the control held past the last observation", "TREND_ENTRY",
+    "soter-trend: soter-mixed fine-tuned with a learned damped local trend in the anchor "
+    "(docs/soter-anchored-rules.md, V5), decoded per query; imputes with the control held past the last observation",
+    "TREND_ENTRY",
     # its parent's held-out choice, by rule V5 (not re-decided): docs/soter-anchored-rules.md
     control_beyond="hold")
 

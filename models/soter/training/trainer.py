@@ -148,10 +148,10 @@ class Trainer:
         return [{"params": [p for p in self.model.parameters() if id(p) not in ids]},
                 {"params": head, "lr": self.cfg.trend_head_lr}]
 
-    def _load_matching(self, path: Path, what: str) -> SoterModel:
-        """A checkpoint's model (checksums verified) whose config must be this run's; the error names
-        the fields that differ."""
-        loaded = from_pretrained(path)
+    def _load_matching(self, path: Path, what: str, loaded: SoterModel | None = None) -> SoterModel:
+        """A checkpoint's model (checksums verified; ``loaded`` when already read) whose config must be this
+        run's; the error names the fields that differ."""
+        loaded = from_pretrained(path) if loaded is None else loaded
         if loaded.config != self.model.config:
             theirs, ours = dataclasses.asdict(loaded.config), dataclasses.asdict(self.model.config)
             diff = ", ".join(f"{k} {theirs[k]!r} (the run: {ours[k]!r})" for k in ours if theirs.get(k) != ours[k])
@@ -164,13 +164,11 @@ class Trainer:
         that only add to the model (:func:`extension_of`): the last-value anchor where this run adds the damped
         trend (the new head keeps its initialisation, close to the last-value model), a field without the log-dt
         input where this run adds it (the new column zero: exactly the checkpoint's model)."""
-        ours = self.model.config
-        if ours.output_skip == "damped-trend" or ours.field_dt:
-            loaded = from_pretrained(path)
-            if loaded.config != ours and extension_of(loaded.config, ours):
-                load_extended(self.model, loaded, path)
-                return
-        self.model.load_state_dict(self._load_matching(path, "the --init-weights").state_dict())
+        loaded = from_pretrained(path)
+        if extension_of(loaded.config, self.model.config):
+            load_extended(self.model, loaded, path)
+        else:
+            self.model.load_state_dict(self._load_matching(path, "the --init-weights", loaded).state_dict())
 
     def wall_seconds(self) -> float:
         """Wall-clock seconds spent training, summed over resumed runs."""
