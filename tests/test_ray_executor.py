@@ -112,3 +112,31 @@ def test_without_ray_the_error_names_the_extra(folder, tmp_path, monkeypatch, ca
 def test_ray_address_without_the_ray_executor_is_a_usage_error(folder, tmp_path, capsys):
     assert main(_argv(folder, tmp_path / "o", "--ray-address", "auto")) == 2
     assert "--ray-address needs --executor ray" in capsys.readouterr().err
+
+
+class _RecordingRay:
+    """Just the calls close() may make, recorded."""
+
+    def __init__(self) -> None:
+        self.cancelled: list = []
+        self.shutdowns = 0
+
+    def cancel(self, ref, **kwargs) -> None:
+        self.cancelled.append(ref)
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+
+
+def test_close_on_an_interrupt_never_cancels_tasks_in_flight():
+    """A ray.cancel racing a task's completion crashed the driver's core worker in CI (exit 1, not
+    130; ray-project/ray#54527): close forgets the tasks and stops only the instance it started."""
+    from harness.run.executor_ray import RayExecutor
+
+    executor = object.__new__(RayExecutor)
+    fake = _RecordingRay()
+    executor._ray, executor._pending, executor._started = fake, {"ref-a": "cell-a", "ref-b": "cell-b"}, True
+    executor.close()
+    assert fake.cancelled == [] and fake.shutdowns == 1 and executor._pending == {}
+    executor.close()  # idempotent: nothing started is left to stop
+    assert fake.shutdowns == 1
