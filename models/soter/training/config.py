@@ -55,6 +55,10 @@ class TrainConfig:
     # scales it like lr). Its two outputs sit behind a zero-initialised Linear(H, 2): at the backbone's lr they
     # move about lr per step, too slowly for a fine-tune of a few thousand steps. 0 = lr
     trend_head_lr: float = 0.0
+    # > 0: the Huber loss's delta (SoterConfig.huber_delta, stored in config.json; training only). The preset's
+    # 2.0 on values MinMax-normalised to [0, 1] makes the loss exactly half the squared error: a small delta
+    # (say 0.01) makes it about |error| * delta, so MAE is trained too (rule V8). 0 = the preset's value
+    huber_delta: float = 0.0
     # held-out loss: a second corpus (e.g. other synthetic seeds), val_batches fixed batches every val_every steps
     val_corpus: str = ""
     val_every: int = 500
@@ -79,8 +83,8 @@ class TrainConfig:
             raise ValueError("missing_prob must be in [0, 1] and missing_rate in [0, 1)")
         if self.min_length > self.max_length:
             raise ValueError("min_length must not exceed max_length")
-        if self.aux_absolute_weight < 0 or self.trend_head_lr < 0:
-            raise ValueError("aux_absolute_weight and trend_head_lr must be >= 0")
+        if self.aux_absolute_weight < 0 or self.trend_head_lr < 0 or self.huber_delta < 0:
+            raise ValueError("aux_absolute_weight, trend_head_lr and huber_delta must be >= 0")
 
     def model_overrides(self) -> dict[str, Any]:
         """The SoterConfig fields this run sets beyond its preset (the options left at their defaults
@@ -94,6 +98,8 @@ class TrainConfig:
             out["output_skip"] = self.output_skip
         if self.field_dt:
             out["field_dt"] = True
+        if self.huber_delta > 0:
+            out["huber_delta"] = self.huber_delta
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -163,8 +163,10 @@ class Trainer:
         """Start from a checkpoint's weights; its model config must be this run's, or this run's less options
         that only add to the model (:func:`extension_of`): the last-value anchor where this run adds the damped
         trend (the new head keeps its initialisation, close to the last-value model), a field without the log-dt
-        input where this run adds it (the new column zero: exactly the checkpoint's model)."""
+        input where this run adds it (the new column zero: exactly the checkpoint's model).  The loss's
+        ``huber_delta`` is the run's own (training only: the weights are the same model's)."""
         loaded = from_pretrained(path)
+        loaded.config = dataclasses.replace(loaded.config, huber_delta=self.model.config.huber_delta)
         if extension_of(loaded.config, self.model.config):
             load_extended(self.model, loaded, path)
         else:
