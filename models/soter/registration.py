@@ -26,6 +26,9 @@ MIXED = CHECKPOINTS / MIXED_NAME
 # soter-cpu-64-mixed fine-tuned with a learned damped local trend in the anchor (issue #26, rule V5)
 TREND_NAME = "soter-cpu-64-trend"
 TREND = CHECKPOINTS / TREND_NAME
+# soter-cpu-64-trend fine-tuned with the decoder's field seeing dt (issue #26, rule V7)
+DT_NAME = "soter-cpu-64-dt"
+DT = CHECKPOINTS / DT_NAME
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,9 @@ ANCHORED_ENTRY = ShippedEntry("soter-anchored", ANCHORED)
 HORIZON_ENTRY = ShippedEntry("soter-horizon", HORIZON)
 MIXED_ENTRY = ShippedEntry("soter-mixed", MIXED)
 TREND_ENTRY = ShippedEntry("soter-trend", TREND)
-SHIPPED_ENTRIES = {e.entry: e for e in (FAITHFUL_ENTRY, ANCHORED_ENTRY, HORIZON_ENTRY, MIXED_ENTRY, TREND_ENTRY)}
+DT_ENTRY = ShippedEntry("soter-dt", DT)
+SHIPPED_ENTRIES = {e.entry: e for e in (FAITHFUL_ENTRY, ANCHORED_ENTRY, HORIZON_ENTRY, MIXED_ENTRY, TREND_ENTRY,
+                                        DT_ENTRY)}
 
 
 def checkpoint_dir(weights: str | Path | None = None, entry: str = "soter") -> Path:
@@ -141,7 +146,17 @@ _register_departure(
     "soter-trend: soter-mixed fine-tuned with a learned damped local trend in the anchor "
     "(docs/soter-anchored-rules.md, V5), decoded per query; imputes with the control held past the last observation",
     "TREND_ENTRY",
+    in_default_run=False,  # superseded in the default run by soter-dt (rule V7, docs/soter-anchored-rules.md)
     # its parent's held-out choice, by rule V5 (not re-decided): docs/soter-anchored-rules.md
+    control_beyond="hold")
+_register_departure(
+    "soter-dt", "soter-trend's model whose decoder field also sees log dt (the span of the solve), so the "
+    "forecast's change over the first horizon steps need not be linear in dt; shipped by a rule written before its "
+    "run, on held-out data (its MODEL_CARD.md)",
+    "soter-dt: soter-trend fine-tuned with the decoder's field seeing dt (docs/soter-anchored-rules.md, V7), "
+    "decoded per query; imputes with the control held past the last observation",
+    "DT_ENTRY",
+    # its parent's held-out choice, by rule V7 (not re-decided): docs/soter-anchored-rules.md
     control_beyond="hold")
 
 register(ModelSpec(

@@ -16,6 +16,7 @@ def test_only_soter_horizon_defaults_to_holding_the_control():
     assert "control_beyond" not in get_spec("soter-anchored").options
     assert get_spec("soter-mixed").options["control_beyond"] == "hold"  # the same rule, run for its weights
     assert get_spec("soter-trend").options["control_beyond"] == "hold"  # its parent's choice (rule V5)
+    assert get_spec("soter-dt").options["control_beyond"] == "hold"  # its parent's choice (rule V7)
     horizon = load_model("soter-horizon", seed=0)
     assert horizon.control_beyond == "hold" and horizon.describe()["control_beyond"] == "hold"
 

@@ -9,14 +9,19 @@ import pytest
 
 from models.registry import READY, get_spec, load_model
 from models.soter.io import CHECKSUMS, from_pretrained, verify_checksums
-from models.soter.registration import (ANCHORED, ANCHORED_NAME, HORIZON, HORIZON_NAME, MIXED, MIXED_NAME, SHIPPED,
-                                       SHIPPED_NAME, TREND, TREND_NAME)
+from models.soter.registration import SHIPPED, SHIPPED_ENTRIES, SHIPPED_NAME
 from protocols import interface
 from protocols.interface import SeriesBatch
 
 
-@pytest.mark.parametrize("folder", [SHIPPED, ANCHORED, HORIZON, MIXED, TREND],
-                         ids=[SHIPPED_NAME, ANCHORED_NAME, HORIZON_NAME, MIXED_NAME, TREND_NAME])
+DEPARTING = [name for name in SHIPPED_ENTRIES if name != "soter"]
+# superseded in the default forecasting run by a later fine-tune of the same line (rules V4, V5, V7 in
+# docs/soter-anchored-rules.md); every other shipped entry runs there
+SUPERSEDED = {"soter-horizon", "soter-mixed", "soter-trend"}
+
+
+@pytest.mark.parametrize("folder", [e.folder for e in SHIPPED_ENTRIES.values()],
+                         ids=[e.folder.name for e in SHIPPED_ENTRIES.values()])
 def test_shipped_files_are_intact_and_within_the_size_limits(folder):
     assert (folder / "config.json").is_file() and (folder / CHECKSUMS).is_file()
     verify_checksums(folder)  # every listed file present, SHA-256 equal
@@ -37,24 +42,27 @@ def test_shipped_files_are_intact_and_within_the_size_limits(folder):
 
 def test_list_models_says_which_soter_is_the_papers_recipe():
     assert "the paper's architecture and objective" in get_spec("soter").description
-    for departing in ("soter-anchored", "soter-horizon", "soter-mixed", "soter-trend"):
+    assert {"soter-anchored", "soter-trend", "soter-dt"} <= set(DEPARTING)
+    for departing in DEPARTING:
         assert "DEPARTING FROM THE PAPER" in get_spec(departing).description
         assert get_spec(departing).status()[0] == READY
 
 
 def test_every_shipped_soter_is_in_the_default_forecasting_run_and_only_there_for_the_new_one():
     """Issue #26: the shipped entries run by default in forecasting (but those a later fine-tune of the same line
-    superseded: soter-horizon by soter-mixed's rule V4, soter-mixed by soter-trend's rule V5); the departing entries
-    stay opt-in for the slower default imputation, noise and classification runs, and `list` says so."""
+    superseded: soter-horizon by soter-mixed's rule V4, soter-mixed by soter-trend's rule V5, soter-trend by
+    soter-dt's rule V7); the departing entries stay opt-in for the slower default imputation, noise and
+    classification runs, and `list` says so."""
     from harness.run.runner import default_models
 
-    assert {"soter", "soter-anchored", "soter-trend"} <= set(default_models("forecasting"))
-    assert not {"soter-horizon", "soter-mixed"} & set(default_models("forecasting"))
+    forecasting = set(default_models("forecasting"))
+    assert SUPERSEDED < set(SHIPPED_ENTRIES) and not SUPERSEDED & forecasting
+    assert set(SHIPPED_ENTRIES) - SUPERSEDED == {"soter", "soter-anchored", "soter-dt"} <= forecasting
     for task in ("imputation", "noise", "classification"):
         assert "soter" in default_models(task)
-        assert not {"soter-anchored", "soter-horizon", "soter-mixed", "soter-trend"} & set(default_models(task))
-    assert get_spec("soter-anchored").default_label() == "[default: forecasting]"
-    assert get_spec("soter-trend").default_label() == "[default: forecasting]"
+        assert not set(DEPARTING) & set(default_models(task))
+    for name in set(SHIPPED_ENTRIES) - SUPERSEDED - {"soter"}:
+        assert get_spec(name).default_label() == "[default: forecasting]"
     assert get_spec("soter").default_label() == "[default]"
 
 
@@ -67,12 +75,9 @@ def test_soter_is_ready_from_the_shipped_checkpoint_and_in_the_default_run():
     assert get_spec("soter").note and "per query" in get_spec("soter").note
 
 
-@pytest.mark.parametrize("name, rollout, checkpoint", [("soter", "per-query", SHIPPED_NAME),
-                                                        ("soter-autoregressive", "autoregressive", SHIPPED_NAME),
-                                                        ("soter-anchored", "per-query", ANCHORED_NAME),
-                                                        ("soter-horizon", "per-query", HORIZON_NAME),
-                                                        ("soter-mixed", "per-query", MIXED_NAME),
-                                                        ("soter-trend", "per-query", TREND_NAME)])
+@pytest.mark.parametrize("name, rollout, checkpoint",
+                         [("soter-autoregressive", "autoregressive", SHIPPED_NAME)]
+                         + [(name, "per-query", e.folder.name) for name, e in SHIPPED_ENTRIES.items()])
 def test_shipped_forecasts_are_finite_deterministic_and_name_the_weights(name, rollout, checkpoint):
     t = np.arange(60) / 64.0
     values = np.stack([0.5 + 0.2 * np.sin(2 * np.pi * 1.1 * t), 0.4 + 0.1 * np.cos(2 * np.pi * 0.3 * t)])
