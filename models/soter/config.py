@@ -67,6 +67,12 @@ class SoterConfig:
     # the decoder's field also sees log(dt / 1 s), dt = the row's solve span (the paper's field sees s in [0, 1]
     # only, so its change over the first steps is close to linear in dt)
     field_dt: bool = False
+    # with an anchor (output_skip "last-value" or "damped-trend"): the anchor also moves from the last observed value
+    # towards the observed context's mean, g * (mean - last) * (1 - exp(-n / tau)), n = steps after the last
+    # observation in the context's mean sampling interval, (g, log tau) = Linear(H, 2)(h_T) per row; g starts at 0
+    # (exactly the model without it). A model-free rule of this form (half-life 8 samples) beat the shipped SOTER
+    # on the real held-out ECG (docs/soter-anchored-rules.md, "V11")
+    mean_reversion: bool = False
     # training
     huber_delta: float = 2.0
     initializer_range: float = 0.02
@@ -97,14 +103,16 @@ class SoterConfig:
             raise ConfigError("rtol, atol, min_dt and scale_floor must be positive")
         if self.trend_points < 2:
             raise ConfigError(f"trend_points must be >= 2 (a slope needs two points), got {self.trend_points}")
+        if self.mean_reversion and self.output_skip == "none":
+            raise ConfigError("mean_reversion moves the anchor: it needs output_skip 'last-value' or 'damped-trend'")
         if self.value_embedding_init < 0:
             raise ConfigError(f"value_embedding_init must be >= 0, got {self.value_embedding_init}")
 
     @property
     def is_faithful(self) -> bool:
         """True when no option beyond the paper's architecture is on (the recipe may still differ)."""
-        return (self.input_scaling, self.value_embedding, self.output_skip, self.field_dt) == ("none", False, "none",
-                                                                                               False)
+        return (self.input_scaling, self.value_embedding, self.output_skip, self.field_dt, self.mean_reversion) == (
+            "none", False, "none", False, False)
 
     @property
     def head_dim(self) -> int:

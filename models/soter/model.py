@@ -21,6 +21,9 @@ from models.soter.spline import NaturalCubicSpline
 ROLLOUTS = ("autoregressive", "direct", "per-query")
 TREND_HEAD_INIT = (-2.0, math.log(0.1))  # the damped-trend head's bias at init: (logit gain, log tau in seconds)
 TREND_LOG_TAU = (-7.0, 3.0)  # tau is kept in [1 ms, 20 s]
+# the mean-reversion head's bias at init: (gain, log tau in sampling intervals); gain 0 is exactly the model without it
+REVERSION_HEAD_INIT = (0.0, math.log(8.0))
+REVERSION_LOG_TAU = (0.0, math.log(1024.0))  # tau is kept in [1, 1024] sampling intervals
 
 
 class Block(nn.Module):
@@ -46,13 +49,16 @@ class Block(nn.Module):
 class WindowFrame:
     """Per (sample, channel) row: where the model's units sit in the data's, and the last observed
     value. ``loc`` = 0, ``scale`` = 1 unless ``input_scaling="window"``. All [B, C, 1].
-    With ``output_skip="damped-trend"`` also the local slope (data units per second) and the last observed
-    time (seconds, float64); None otherwise."""
+    With ``output_skip="damped-trend"`` also the local slope (data units per second), and with it or
+    ``mean_reversion`` the last observed time (seconds, float64); with ``mean_reversion`` the observed
+    context's mean (data units) and the row's mean sampling interval (seconds); None otherwise."""
     loc: torch.Tensor
     scale: torch.Tensor
     last: torch.Tensor
     slope: torch.Tensor | None = None
     t_last: torch.Tensor | None = None
+    mean: torch.Tensor | None = None
+    interval: torch.Tensor | None = None
 
     def rows(self, name: str) -> torch.Tensor:
         """One of the fields as [B*C, 1] (the decoder's rows)."""
@@ -66,6 +72,28 @@ def last_observed(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.where(idx >= 0, values.gather(-1, idx.clamp_min(0)), torch.zeros_like(values[..., :1]))
 
 
+def observed_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The mean of each row's observed points of [B, C, T] (0 where a row has none): [B, C, 1]."""
+    w = mask.to(values.dtype)
+    return (values * w).sum(-1, keepdim=True) / w.sum(-1, keepdim=True).clamp_min(1.0)
+
+
+def last_observed_time(timestamps: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Each row's last observed time of [B, C, T] at timestamps [B, T], float64 [B, C, 1]; t_T where a row has
+    no observed point."""
+    t = timestamps.double()[:, None, :].expand(mask.shape)
+    t_last = torch.where(mask, t, torch.full_like(t, -torch.inf)).amax(-1, keepdim=True)
+    return torch.where(mask.any(-1, keepdim=True), t_last, t[..., -1:])
+
+
+def mean_interval(timestamps: torch.Tensor, channels: int) -> torch.Tensor:
+    """The mean sampling interval of each sample's context (span over T - 1), float64 [B, C, 1]: the unit in
+    which the mean-reversion head's time constant is counted, so one head serves every sampling rate."""
+    t = timestamps.double()
+    span = (t[:, -1] - t[:, 0]) / max(t.shape[-1] - 1, 1)
+    return span.clamp_min(1e-9)[:, None, None].expand(-1, channels, 1)
+
+
 def local_slope(values: torch.Tensor, timestamps: torch.Tensor, mask: torch.Tensor, points: int
                 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Least-squares slope (per second) of each row's last ``points`` observed samples of [B, C, T] at
@@ -75,8 +103,7 @@ def local_slope(values: torch.Tensor, timestamps: torch.Tensor, mask: torch.Tens
     from_end = torch.flip(torch.cumsum(torch.flip(mask.long(), [-1]), -1), [-1])  # observed points at or after
     w = (mask & (from_end <= points)).double()
     n = w.sum(-1, keepdim=True)
-    t_last = torch.where(mask, t, torch.full_like(t, -torch.inf)).amax(-1, keepdim=True)
-    t_last = torch.where(n > 0, t_last, t[..., -1:])
+    t_last = last_observed_time(timestamps, mask)
     tt = torch.where(mask, t - t_last, torch.zeros_like(t))  # relative times: no cancellation in float64
     y = torch.where(mask, values.double(), torch.zeros_like(t))
     t_mean = (w * tt).sum(-1, keepdim=True) / n.clamp_min(1.0)
@@ -105,6 +132,8 @@ class SoterModel(nn.Module):
         self.value_path = nn.Linear(1, cfg.hidden_size) if cfg.value_embedding else None
         # beyond the paper: the damped-trend anchor's per-window (logit gain, log tau) from h_T
         self.trend_head = nn.Linear(cfg.hidden_size, 2) if cfg.output_skip == "damped-trend" else None
+        # beyond the paper: the anchor's per-window reversion to the context mean, (gain, log tau) from h_T
+        self.reversion_head = nn.Linear(cfg.hidden_size, 2) if cfg.mean_reversion else None
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.decoder = Decoder(cfg)
@@ -116,6 +145,10 @@ class SoterModel(nn.Module):
             nn.init.zeros_(self.trend_head.weight)
             with torch.no_grad():
                 self.trend_head.bias.copy_(torch.tensor(TREND_HEAD_INIT))
+        if self.reversion_head is not None:  # gain 0: exactly the model without the option
+            nn.init.zeros_(self.reversion_head.weight)
+            with torch.no_grad():
+                self.reversion_head.bias.copy_(torch.tensor(REVERSION_HEAD_INIT))
 
     def _init(self, module: nn.Module) -> None:
         if isinstance(module, nn.Linear):
@@ -138,21 +171,25 @@ class SoterModel(nn.Module):
     # -- the model's units (input_scaling) ---------------------------------------------------------
     def frame(self, values: torch.Tensor, mask: torch.Tensor, timestamps: torch.Tensor | None = None) -> WindowFrame:
         """Location and scale of each row's observed context (0 and 1 unless ``input_scaling="window"``),
-        its last observed value, and with ``output_skip="damped-trend"`` (needs ``timestamps``) its local
-        slope and last observed time."""
+        its last observed value, with ``output_skip="damped-trend"`` (needs ``timestamps``) its local slope
+        and last observed time, and with ``mean_reversion`` (needs ``timestamps``) its last observed time,
+        observed mean and mean sampling interval."""
+        cfg = self.config
         last = last_observed(values, mask)
-        slope = t_last = None
-        if self.config.output_skip == "damped-trend":
-            if timestamps is None:
-                raise ValueError("output_skip='damped-trend' needs the timestamps to take the local slope")
-            slope, t_last = local_slope(values, timestamps, mask, self.config.trend_points)
-        if self.config.input_scaling == "none":
-            return WindowFrame(torch.zeros_like(last), torch.ones_like(last), last, slope, t_last)
-        w = mask.to(values.dtype)
-        n = w.sum(-1, keepdim=True).clamp_min(1.0)
-        loc = (values * w).sum(-1, keepdim=True) / n
-        var = (((values - loc) * w) ** 2).sum(-1, keepdim=True) / n
-        return WindowFrame(loc, var.sqrt().clamp_min(self.config.scale_floor), last, slope, t_last)
+        extra: dict[str, torch.Tensor] = {}
+        if (cfg.output_skip == "damped-trend" or cfg.mean_reversion) and timestamps is None:
+            raise ValueError("output_skip='damped-trend' and mean_reversion need the timestamps of the context")
+        if cfg.output_skip == "damped-trend":
+            extra["slope"], extra["t_last"] = local_slope(values, timestamps, mask, cfg.trend_points)
+        mean = observed_mean(values, mask) if cfg.mean_reversion or cfg.input_scaling != "none" else None
+        if cfg.mean_reversion:
+            extra.setdefault("t_last", last_observed_time(timestamps, mask))
+            extra["mean"], extra["interval"] = mean, mean_interval(timestamps, values.shape[1])
+        if cfg.input_scaling == "none":
+            return WindowFrame(torch.zeros_like(last), torch.ones_like(last), last, **extra)
+        var = (((values - mean) * mask.to(values.dtype)) ** 2).sum(-1, keepdim=True) \
+            / mask.to(values.dtype).sum(-1, keepdim=True).clamp_min(1.0)
+        return WindowFrame(mean, var.sqrt().clamp_min(cfg.scale_floor), last, **extra)
 
     def model_inputs(self, values: torch.Tensor, mask: torch.Tensor, timestamps: torch.Tensor | None = None
                      ) -> tuple[torch.Tensor, WindowFrame]:
@@ -174,6 +211,8 @@ class SoterModel(nn.Module):
         anchor = fr.rows("last").to(readout.dtype)
         if self.config.output_skip == "damped-trend":
             anchor = anchor + self.trend(fr, h_last, t_query).to(readout.dtype)
+        if self.config.mean_reversion:
+            anchor = anchor + self.reversion(fr, h_last, t_query).to(readout.dtype)
         return anchor + scale * (readout - readout_last)
 
     def trend(self, fr: WindowFrame, h_last: torch.Tensor, t_query: torch.Tensor) -> torch.Tensor:
@@ -186,6 +225,18 @@ class SoterModel(nn.Module):
         tau = log_tau.clamp(*TREND_LOG_TAU).exp()[:, None]
         dt = (t_query.double() - fr.rows("t_last")).clamp_min(0.0).float()
         return gain * fr.rows("slope").float() * tau * -torch.expm1(-dt / tau)
+
+    def reversion(self, fr: WindowFrame, h_last: torch.Tensor, t_query: torch.Tensor) -> torch.Tensor:
+        """g * (mean - last) * (1 - exp(-n / tau)) [R, Q]: the anchor's move from the last observed value towards
+        the observed context's mean, n = (query time - last observed time) in the row's mean sampling intervals,
+        with (g, log tau) = reversion_head(h_T) chosen per row (g is not bounded: g < 0 moves away from the
+        mean, g > 1 past it)."""
+        if self.reversion_head is None or fr.mean is None or fr.interval is None or h_last is None or t_query is None:
+            raise ValueError("mean reversion needs its head, the frame's mean and interval, h_T and the query times")
+        gain, log_tau = self.reversion_head(h_last).float().unbind(-1)
+        tau = log_tau.clamp(*REVERSION_LOG_TAU).exp()[:, None]
+        n = ((t_query.double() - fr.rows("t_last")).clamp_min(0.0) / fr.rows("interval")).float()
+        return gain[:, None] * (fr.rows("mean") - fr.rows("last")).float() * -torch.expm1(-n / tau)
 
     def encode(self, values: torch.Tensor, timestamps: torch.Tensor) -> Encoded:
         """values [B, C, T] in the model's units (``model_inputs``; missing points zero-filled),

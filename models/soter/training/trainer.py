@@ -37,12 +37,14 @@ STATE_FILE = "trainer_state.pt"
 
 def extension_of(theirs: SoterConfig, ours: SoterConfig) -> bool:
     """True when ``ours`` is ``theirs`` plus options that only add parameters: the damped trend on a
-    last-value anchor, the log-dt input of the decoder's field."""
+    last-value anchor, the log-dt input of the decoder's field, the anchor's mean reversion."""
     changes = {}
     if theirs.output_skip == "last-value" and ours.output_skip == "damped-trend":
         changes.update(output_skip=ours.output_skip, trend_points=ours.trend_points)
     if not theirs.field_dt and ours.field_dt:
         changes["field_dt"] = True
+    if not theirs.mean_reversion and ours.mean_reversion:
+        changes["mean_reversion"] = True
     return bool(changes) and dataclasses.replace(theirs, **changes) == ours
 
 
@@ -137,16 +139,22 @@ class Trainer:
         self.out = Path(cfg.out)
 
     def _param_groups(self):
-        """Every parameter at ``lr``; with ``trend_head_lr`` > 0 the damped-trend head in its own group at that
-        rate (the schedule scales both alike)."""
-        if not self.cfg.trend_head_lr:
+        """Every parameter at ``lr``; with ``trend_head_lr`` > 0 the damped-trend head, with ``reversion_head_lr``
+        > 0 the mean-reversion head, each in its own group at that rate (the schedule scales every group alike)."""
+        heads = []
+        for rate, name, flag, needs in ((self.cfg.trend_head_lr, "trend_head", "--trend-head-lr",
+                                         "the damped-trend head (--output-skip damped-trend)"),
+                                        (self.cfg.reversion_head_lr, "reversion_head", "--reversion-head-lr",
+                                         "the mean-reversion head (--mean-reversion true)")):
+            if not rate:
+                continue
+            if getattr(self.model, name) is None:
+                raise ValueError(f"{flag} needs a model with {needs}")
+            heads.append({"params": list(getattr(self.model, name).parameters()), "lr": rate})
+        if not heads:
             return self.model.parameters()
-        if self.model.trend_head is None:
-            raise ValueError("--trend-head-lr needs a model with the damped-trend head (--output-skip damped-trend)")
-        head = list(self.model.trend_head.parameters())
-        ids = {id(p) for p in head}
-        return [{"params": [p for p in self.model.parameters() if id(p) not in ids]},
-                {"params": head, "lr": self.cfg.trend_head_lr}]
+        ids = {id(p) for g in heads for p in g["params"]}
+        return [{"params": [p for p in self.model.parameters() if id(p) not in ids]}, *heads]
 
     def _load_matching(self, path: Path, what: str, loaded: SoterModel | None = None) -> SoterModel:
         """A checkpoint's model (checksums verified; ``loaded`` when already read) whose config must be this
