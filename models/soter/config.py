@@ -73,6 +73,12 @@ class SoterConfig:
     # (exactly the model without it). A model-free rule of this form (half-life 8 samples) beat the shipped SOTER
     # on the real held-out ECG (docs/soter-anchored-rules.md, "V11")
     mean_reversion: bool = False
+    # > 0 (with an anchor): the anchor also follows the least-squares slope of the row's last ``short_trend_points``
+    # observed points, g * slope * tau * interval * (1 - exp(-n / tau)), n and tau in the context's mean sampling
+    # interval, (g, log tau) = Linear(H, 2)(h_T) per row; g starts at 0 (exactly the model without it). The
+    # damped trend's 8-point slope lags at horizon step 1; a two- or three-point line beat last value there on both
+    # held-out sets (docs/soter-anchored-rules.md, "V12")
+    short_trend_points: int = 0
     # training
     huber_delta: float = 2.0
     initializer_range: float = 0.02
@@ -103,16 +109,19 @@ class SoterConfig:
             raise ConfigError("rtol, atol, min_dt and scale_floor must be positive")
         if self.trend_points < 2:
             raise ConfigError(f"trend_points must be >= 2 (a slope needs two points), got {self.trend_points}")
-        if self.mean_reversion and self.output_skip == "none":
-            raise ConfigError("mean_reversion moves the anchor: it needs output_skip 'last-value' or 'damped-trend'")
+        if (self.mean_reversion or self.short_trend_points) and self.output_skip == "none":
+            raise ConfigError("mean_reversion and short_trend_points move the anchor: they need output_skip "
+                              "'last-value' or 'damped-trend'")
+        if self.short_trend_points == 1 or self.short_trend_points < 0:
+            raise ConfigError(f"short_trend_points must be 0 (off) or >= 2, got {self.short_trend_points}")
         if self.value_embedding_init < 0:
             raise ConfigError(f"value_embedding_init must be >= 0, got {self.value_embedding_init}")
 
     @property
     def is_faithful(self) -> bool:
         """True when no option beyond the paper's architecture is on (the recipe may still differ)."""
-        return (self.input_scaling, self.value_embedding, self.output_skip, self.field_dt, self.mean_reversion) == (
-            "none", False, "none", False, False)
+        return (self.input_scaling, self.value_embedding, self.output_skip, self.field_dt, self.mean_reversion,
+                self.short_trend_points) == ("none", False, "none", False, False, 0)
 
     @property
     def head_dim(self) -> int:

@@ -24,6 +24,9 @@ TREND_LOG_TAU = (-7.0, 3.0)  # tau is kept in [1 ms, 20 s]
 # the mean-reversion head's bias at init: (gain, log tau in sampling intervals); gain 0 is exactly the model without it
 REVERSION_HEAD_INIT = (0.0, math.log(8.0))
 REVERSION_LOG_TAU = (0.0, math.log(1024.0))  # tau is kept in [1, 1024] sampling intervals
+# the short-trend head's bias at init: (gain, log tau in sampling intervals); gain 0 is exactly the model without it
+SHORT_TREND_HEAD_INIT = (0.0, math.log(2.0))
+SHORT_TREND_LOG_TAU = (math.log(0.25), math.log(64.0))  # tau is kept in [1/4, 64] sampling intervals
 
 
 class Block(nn.Module):
@@ -51,7 +54,8 @@ class WindowFrame:
     value. ``loc`` = 0, ``scale`` = 1 unless ``input_scaling="window"``. All [B, C, 1].
     With ``output_skip="damped-trend"`` also the local slope (data units per second), and with it or
     ``mean_reversion`` the last observed time (seconds, float64); with ``mean_reversion`` the observed
-    context's mean (data units) and the row's mean sampling interval (seconds); None otherwise."""
+    context's mean (data units) and the row's mean sampling interval (seconds); with ``short_trend_points``
+    the slope of its last few observed points (per second), its last observed time and the interval."""
     loc: torch.Tensor
     scale: torch.Tensor
     last: torch.Tensor
@@ -59,6 +63,7 @@ class WindowFrame:
     t_last: torch.Tensor | None = None
     mean: torch.Tensor | None = None
     interval: torch.Tensor | None = None
+    short_slope: torch.Tensor | None = None
 
     def rows(self, name: str) -> torch.Tensor:
         """One of the fields as [B*C, 1] (the decoder's rows)."""
@@ -134,6 +139,8 @@ class SoterModel(nn.Module):
         self.trend_head = nn.Linear(cfg.hidden_size, 2) if cfg.output_skip == "damped-trend" else None
         # beyond the paper: the anchor's per-window reversion to the context mean, (gain, log tau) from h_T
         self.reversion_head = nn.Linear(cfg.hidden_size, 2) if cfg.mean_reversion else None
+        # beyond the paper: the anchor's per-window short-term trend, (gain, log tau) from h_T
+        self.short_trend_head = nn.Linear(cfg.hidden_size, 2) if cfg.short_trend_points else None
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.decoder = Decoder(cfg)
@@ -145,10 +152,11 @@ class SoterModel(nn.Module):
             nn.init.zeros_(self.trend_head.weight)
             with torch.no_grad():
                 self.trend_head.bias.copy_(torch.tensor(TREND_HEAD_INIT))
-        if self.reversion_head is not None:  # gain 0: exactly the model without the option
-            nn.init.zeros_(self.reversion_head.weight)
-            with torch.no_grad():
-                self.reversion_head.bias.copy_(torch.tensor(REVERSION_HEAD_INIT))
+        for head, bias in ((self.reversion_head, REVERSION_HEAD_INIT), (self.short_trend_head, SHORT_TREND_HEAD_INIT)):
+            if head is not None:  # gain 0: exactly the model without the option
+                nn.init.zeros_(head.weight)
+                with torch.no_grad():
+                    head.bias.copy_(torch.tensor(bias))
 
     def _init(self, module: nn.Module) -> None:
         if isinstance(module, nn.Linear):
@@ -177,14 +185,19 @@ class SoterModel(nn.Module):
         cfg = self.config
         last = last_observed(values, mask)
         extra: dict[str, torch.Tensor] = {}
-        if (cfg.output_skip == "damped-trend" or cfg.mean_reversion) and timestamps is None:
-            raise ValueError("output_skip='damped-trend' and mean_reversion need the timestamps of the context")
+        if (cfg.output_skip == "damped-trend" or cfg.mean_reversion or cfg.short_trend_points) and timestamps is None:
+            raise ValueError("output_skip='damped-trend', mean_reversion and short_trend_points need the timestamps "
+                             "of the context")
         if cfg.output_skip == "damped-trend":
             extra["slope"], extra["t_last"] = local_slope(values, timestamps, mask, cfg.trend_points)
+        if cfg.short_trend_points:
+            extra["short_slope"], extra["t_last"] = local_slope(values, timestamps, mask, cfg.short_trend_points)
         mean = observed_mean(values, mask) if cfg.mean_reversion or cfg.input_scaling != "none" else None
         if cfg.mean_reversion:
+            extra["mean"] = mean
+        if cfg.mean_reversion or cfg.short_trend_points:
             extra.setdefault("t_last", last_observed_time(timestamps, mask))
-            extra["mean"], extra["interval"] = mean, mean_interval(timestamps, values.shape[1])
+            extra["interval"] = mean_interval(timestamps, values.shape[1])
         if cfg.input_scaling == "none":
             return WindowFrame(torch.zeros_like(last), torch.ones_like(last), last, **extra)
         var = (((values - mean) * mask.to(values.dtype)) ** 2).sum(-1, keepdim=True) \
@@ -213,6 +226,8 @@ class SoterModel(nn.Module):
             anchor = anchor + self.trend(fr, h_last, t_query).to(readout.dtype)
         if self.config.mean_reversion:
             anchor = anchor + self.reversion(fr, h_last, t_query).to(readout.dtype)
+        if self.config.short_trend_points:
+            anchor = anchor + self.short_trend(fr, h_last, t_query).to(readout.dtype)
         return anchor + scale * (readout - readout_last)
 
     def trend(self, fr: WindowFrame, h_last: torch.Tensor, t_query: torch.Tensor) -> torch.Tensor:
@@ -237,6 +252,21 @@ class SoterModel(nn.Module):
         tau = log_tau.clamp(*REVERSION_LOG_TAU).exp()[:, None]
         n = ((t_query.double() - fr.rows("t_last")).clamp_min(0.0) / fr.rows("interval")).float()
         return gain[:, None] * (fr.rows("mean") - fr.rows("last")).float() * -torch.expm1(-n / tau)
+
+    def short_trend(self, fr: WindowFrame, h_last: torch.Tensor, t_query: torch.Tensor) -> torch.Tensor:
+        """g * short_slope * tau * interval * (1 - exp(-n / tau)) [R, Q]: the slope of the last few observed points
+        followed for about tau sampling intervals, n = (query time - last observed time) in intervals, with
+        (g, log tau) = short_trend_head(h_T) chosen per row (g unbounded; g = 1, tau large is the straight line
+        through those points)."""
+        if self.short_trend_head is None or fr.short_slope is None or fr.interval is None or h_last is None \
+                or t_query is None:
+            raise ValueError("the short trend needs its head, the frame's short slope and interval, h_T and the "
+                             "query times")
+        gain, log_tau = self.short_trend_head(h_last).float().unbind(-1)
+        tau = log_tau.clamp(*SHORT_TREND_LOG_TAU).exp()[:, None]
+        interval = fr.rows("interval")
+        n = ((t_query.double() - fr.rows("t_last")).clamp_min(0.0) / interval).float()
+        return gain[:, None] * (fr.rows("short_slope") * interval).float() * tau * -torch.expm1(-n / tau)
 
     def encode(self, values: torch.Tensor, timestamps: torch.Tensor) -> Encoded:
         """values [B, C, T] in the model's units (``model_inputs``; missing points zero-filled),

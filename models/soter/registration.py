@@ -32,6 +32,12 @@ DT = CHECKPOINTS / DT_NAME
 # soter-cpu-64-dt fine-tuned with a loss close to the absolute error (Huber delta 0.01; issue #26, rule V8)
 L1_NAME = "soter-cpu-64-l1"
 L1 = CHECKPOINTS / L1_NAME
+# soter-cpu-64-l1 fine-tuned with the next step as half of the full-history targets (issue #26, rule V10)
+NEXT_NAME = "soter-cpu-64-next"
+NEXT = CHECKPOINTS / NEXT_NAME
+# soter-cpu-64-next fine-tuned with the anchor reverting towards the context mean (issue #26, rule V11)
+REVERT_NAME = "soter-cpu-64-revert"
+REVERT = CHECKPOINTS / REVERT_NAME
 
 
 @dataclass(frozen=True)
@@ -63,8 +69,10 @@ MIXED_ENTRY = ShippedEntry("soter-mixed", MIXED)
 TREND_ENTRY = ShippedEntry("soter-trend", TREND)
 DT_ENTRY = ShippedEntry("soter-dt", DT)
 L1_ENTRY = ShippedEntry("soter-l1", L1)
+NEXT_ENTRY = ShippedEntry("soter-next", NEXT)
+REVERT_ENTRY = ShippedEntry("soter-revert", REVERT)
 SHIPPED_ENTRIES = {e.entry: e for e in (FAITHFUL_ENTRY, ANCHORED_ENTRY, HORIZON_ENTRY, MIXED_ENTRY, TREND_ENTRY,
-                                        DT_ENTRY, L1_ENTRY)}
+                                        DT_ENTRY, L1_ENTRY, NEXT_ENTRY, REVERT_ENTRY)}
 
 
 def checkpoint_dir(weights: str | Path | None = None, entry: str = "soter") -> Path:
@@ -170,7 +178,27 @@ _register_departure(
     "soter-l1: soter-dt fine-tuned with a Huber loss close to the absolute error (docs/soter-anchored-rules.md, V8), "
     "decoded per query; imputes with the control held past the last observation",
     "L1_ENTRY",
+    in_default_run=False,  # superseded in the default run by soter-next (rule V10, docs/soter-anchored-rules.md)
     # its parent's held-out choice, by rule V8 (not re-decided): docs/soter-anchored-rules.md
+    control_beyond="hold")
+_register_departure(
+    "soter-next", "soter-l1's model fine-tuned with the next step as half of its full-history targets (a quarter "
+    "before), the same loss close to the absolute error; shipped by a rule written before its run, on held-out data "
+    "(its MODEL_CARD.md)",
+    "soter-next: soter-l1 fine-tuned with more next-step targets (docs/soter-anchored-rules.md, V10), decoded per "
+    "query; imputes with the control held past the last observation",
+    "NEXT_ENTRY",
+    in_default_run=False,  # superseded in the default run by soter-revert (rule V11, docs/soter-anchored-rules.md)
+    # its parent's held-out choice, by rule V10 (not re-decided): docs/soter-anchored-rules.md
+    control_beyond="hold")
+_register_departure(
+    "soter-revert", "soter-next's model whose anchor also reverts from the last observed value towards the context's "
+    "mean, with a gain and a time constant (in sampling intervals) the model chooses per window from h_T; shipped by "
+    "a rule written before its run, on held-out data (its MODEL_CARD.md)",
+    "soter-revert: soter-next fine-tuned with the anchor reverting towards the context mean "
+    "(docs/soter-anchored-rules.md, V11), decoded per query; imputes with the control held past the last observation",
+    "REVERT_ENTRY",
+    # its parent's held-out choice, by rule V11 (not re-decided): docs/soter-anchored-rules.md
     control_beyond="hold")
 
 register(ModelSpec(

@@ -18,6 +18,8 @@ def test_only_soter_horizon_defaults_to_holding_the_control():
     assert get_spec("soter-trend").options["control_beyond"] == "hold"  # its parent's choice (rule V5)
     assert get_spec("soter-dt").options["control_beyond"] == "hold"  # its parent's choice (rule V7)
     assert get_spec("soter-l1").options["control_beyond"] == "hold"  # its parent's choice (rule V8)
+    assert get_spec("soter-next").options["control_beyond"] == "hold"  # its parent's choice (rule V10)
+    assert get_spec("soter-revert").options["control_beyond"] == "hold"  # its parent's choice (rule V11)
     horizon = load_model("soter-horizon", seed=0)
     assert horizon.control_beyond == "hold" and horizon.describe()["control_beyond"] == "hold"
 

@@ -49,6 +49,7 @@ class TrainConfig:
     output_skip: str = ""
     field_dt: bool = False
     mean_reversion: bool = False
+    short_trend_points: int = 0
     # > 0 (with output_skip "last-value" or "damped-trend"): the absolute readout's Huber loss at the target and at t_T, times
     # this weight, is added to the loss, so the readout keeps carrying the level (it cannot die)
     aux_absolute_weight: float = 0.0
@@ -58,6 +59,8 @@ class TrainConfig:
     trend_head_lr: float = 0.0
     # > 0 (with mean_reversion): the mean-reversion head's learning rate (its own AdamW group, as trend_head_lr)
     reversion_head_lr: float = 0.0
+    # > 0 (with short_trend_points): the short-trend head's learning rate (its own AdamW group, as trend_head_lr)
+    short_trend_head_lr: float = 0.0
     # > 0: the Huber loss's delta (SoterConfig.huber_delta, stored in config.json; training only). The preset's
     # 2.0 on values MinMax-normalised to [0, 1] makes the loss exactly half the squared error: a small delta
     # (say 0.01) makes it about |error| * delta, so MAE is trained too (rule V8). 0 = the preset's value
@@ -86,8 +89,9 @@ class TrainConfig:
             raise ValueError("missing_prob must be in [0, 1] and missing_rate in [0, 1)")
         if self.min_length > self.max_length:
             raise ValueError("min_length must not exceed max_length")
-        if min(self.aux_absolute_weight, self.trend_head_lr, self.reversion_head_lr, self.huber_delta) < 0:
-            raise ValueError("aux_absolute_weight, trend_head_lr, reversion_head_lr and huber_delta must be >= 0")
+        if min(self.aux_absolute_weight, self.trend_head_lr, self.reversion_head_lr, self.short_trend_head_lr,
+               self.huber_delta) < 0:
+            raise ValueError("aux_absolute_weight, the heads' learning rates and huber_delta must be >= 0")
 
     def model_overrides(self) -> dict[str, Any]:
         """The SoterConfig fields this run sets beyond its preset (the options left at their defaults
@@ -103,6 +107,8 @@ class TrainConfig:
             out["field_dt"] = True
         if self.mean_reversion:
             out["mean_reversion"] = True
+        if self.short_trend_points:
+            out["short_trend_points"] = self.short_trend_points
         if self.huber_delta > 0:
             out["huber_delta"] = self.huber_delta
         return out

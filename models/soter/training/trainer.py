@@ -37,7 +37,7 @@ STATE_FILE = "trainer_state.pt"
 
 def extension_of(theirs: SoterConfig, ours: SoterConfig) -> bool:
     """True when ``ours`` is ``theirs`` plus options that only add parameters: the damped trend on a
-    last-value anchor, the log-dt input of the decoder's field, the anchor's mean reversion."""
+    last-value anchor, the log-dt input of the decoder's field, the anchor's mean reversion and short trend."""
     changes = {}
     if theirs.output_skip == "last-value" and ours.output_skip == "damped-trend":
         changes.update(output_skip=ours.output_skip, trend_points=ours.trend_points)
@@ -45,6 +45,8 @@ def extension_of(theirs: SoterConfig, ours: SoterConfig) -> bool:
         changes["field_dt"] = True
     if not theirs.mean_reversion and ours.mean_reversion:
         changes["mean_reversion"] = True
+    if not theirs.short_trend_points and ours.short_trend_points:
+        changes["short_trend_points"] = ours.short_trend_points
     return bool(changes) and dataclasses.replace(theirs, **changes) == ours
 
 
@@ -140,12 +142,15 @@ class Trainer:
 
     def _param_groups(self):
         """Every parameter at ``lr``; with ``trend_head_lr`` > 0 the damped-trend head, with ``reversion_head_lr``
-        > 0 the mean-reversion head, each in its own group at that rate (the schedule scales every group alike)."""
+        > 0 the mean-reversion head, with ``short_trend_head_lr`` > 0 the short-trend head, each in its own group at
+        that rate (the schedule scales every group alike)."""
         heads = []
         for rate, name, flag, needs in ((self.cfg.trend_head_lr, "trend_head", "--trend-head-lr",
                                          "the damped-trend head (--output-skip damped-trend)"),
                                         (self.cfg.reversion_head_lr, "reversion_head", "--reversion-head-lr",
-                                         "the mean-reversion head (--mean-reversion true)")):
+                                         "the mean-reversion head (--mean-reversion true)"),
+                                        (self.cfg.short_trend_head_lr, "short_trend_head", "--short-trend-head-lr",
+                                         "the short-trend head (--short-trend-points K)")):
             if not rate:
                 continue
             if getattr(self.model, name) is None:
