@@ -38,6 +38,9 @@ NEXT = CHECKPOINTS / NEXT_NAME
 # soter-cpu-64-next fine-tuned with the anchor reverting towards the context mean (issue #26, rule V11)
 REVERT_NAME = "soter-cpu-64-revert"
 REVERT = CHECKPOINTS / REVERT_NAME
+# soter-cpu-64-revert fine-tuned with a short trend in the anchor (issue #26, rule V12)
+SHORT_NAME = "soter-cpu-64-short"
+SHORT = CHECKPOINTS / SHORT_NAME
 
 
 @dataclass(frozen=True)
@@ -71,8 +74,9 @@ DT_ENTRY = ShippedEntry("soter-dt", DT)
 L1_ENTRY = ShippedEntry("soter-l1", L1)
 NEXT_ENTRY = ShippedEntry("soter-next", NEXT)
 REVERT_ENTRY = ShippedEntry("soter-revert", REVERT)
+SHORT_ENTRY = ShippedEntry("soter-short", SHORT)
 SHIPPED_ENTRIES = {e.entry: e for e in (FAITHFUL_ENTRY, ANCHORED_ENTRY, HORIZON_ENTRY, MIXED_ENTRY, TREND_ENTRY,
-                                        DT_ENTRY, L1_ENTRY, NEXT_ENTRY, REVERT_ENTRY)}
+                                        DT_ENTRY, L1_ENTRY, NEXT_ENTRY, REVERT_ENTRY, SHORT_ENTRY)}
 
 
 def checkpoint_dir(weights: str | Path | None = None, entry: str = "soter") -> Path:
@@ -198,7 +202,17 @@ _register_departure(
     "soter-revert: soter-next fine-tuned with the anchor reverting towards the context mean "
     "(docs/soter-anchored-rules.md, V11), decoded per query; imputes with the control held past the last observation",
     "REVERT_ENTRY",
+    in_default_run=False,  # superseded in the default run by soter-short (rule V12, docs/soter-anchored-rules.md)
     # its parent's held-out choice, by rule V11 (not re-decided): docs/soter-anchored-rules.md
+    control_beyond="hold")
+_register_departure(
+    "soter-short", "soter-revert's model whose anchor also follows the slope of the last 3 observed points, with a "
+    "gain and a damping time (in sampling intervals) the model chooses per window from h_T; shipped by a rule written "
+    "before its run, on held-out data (its MODEL_CARD.md)",
+    "soter-short: soter-revert fine-tuned with a short trend in the anchor (docs/soter-anchored-rules.md, V12), "
+    "decoded per query; imputes with the control held past the last observation",
+    "SHORT_ENTRY",
+    # its parent's held-out choice, by rule V12 (not re-decided): docs/soter-anchored-rules.md
     control_beyond="hold")
 
 register(ModelSpec(
