@@ -16,6 +16,7 @@ from models.soter.model import REVERSION_HEAD_INIT, SoterModel, mean_interval
 from models.soter.training.config import TrainConfig
 from models.soter.training.trainer import Trainer, extension_of, load_extended
 from tests.soter.test_cpu_training import _cfg
+from tests.soter.test_field_dt import _paths
 from tests.soter.test_recipe_options import _window, _zero_readout
 
 BASE = dict(input_scaling="window", value_embedding=True, output_skip="damped-trend", field_dt=True)
@@ -29,18 +30,11 @@ def _pair() -> tuple[SoterModel, SoterModel]:
     return plain, extended
 
 
-def _paths(model: SoterModel) -> list[torch.Tensor]:
-    values, times, query = _window()
-    mask = torch.rand(values.shape, generator=torch.Generator().manual_seed(2)) > 0.3
+def _set_head(head: torch.nn.Linear, gain: float, log_tau: float) -> None:
+    """An anchor head (reversion or short trend) set to the same (gain, log tau) for every row."""
     with torch.no_grad():
-        return [model.forecast(values, times, query[:, :3], r) for r in ("per-query", "direct", "autoregressive")] + [
-            model.predict(values, times, mask, query[:, :1], True, "hold"), model.embed_batch(values, times, mask)]
-
-
-def _set_head(model: SoterModel, gain: float, log_tau: float) -> None:
-    with torch.no_grad():
-        model.reversion_head.weight.zero_()
-        model.reversion_head.bias.copy_(torch.tensor([gain, log_tau]))
+        head.weight.zero_()
+        head.bias.copy_(torch.tensor([gain, log_tau]))
 
 
 def test_a_fresh_head_is_exactly_the_model_without_it():
@@ -59,7 +53,7 @@ def test_zero_readout_and_no_trend_forecast_is_the_stated_formula(rate):
                                                     output_skip="last-value", mean_reversion=True)).eval()
     _zero_readout(model)
     gain, tau = 0.7, 5.0
-    _set_head(model, gain, math.log(tau))
+    _set_head(model.reversion_head, gain, math.log(tau))
     values, times, _ = _window()
     times = times * 64 / rate  # the same samples at another rate: the forecast per step must not change
     steps = torch.arange(1, 9, dtype=torch.float64)
@@ -69,7 +63,7 @@ def test_zero_readout_and_no_trend_forecast_is_the_stated_formula(rate):
     last, mean = values[..., -1:].double(), values.double().mean(-1, keepdim=True)
     expected = last + gain * (mean - last) * (1 - torch.exp(-steps / tau))
     assert torch.allclose(got.double(), expected, atol=1e-5)
-    _set_head(model, 1.0, math.log(1.0))  # full gain, fastest reversion: the mean within a few steps
+    _set_head(model.reversion_head, 1.0, math.log(1.0))  # full gain, fastest reversion: the mean within a few steps
     with torch.no_grad():
         far = model.forecast(values, times, times[:, -1:] + torch.tensor([[40.0]], dtype=torch.float64) / rate,
                              "per-query")
@@ -84,7 +78,7 @@ def test_interval_is_the_context_span_over_its_steps():
 
 def test_the_reversion_is_causal_and_uses_observed_points_only():
     _, model = _pair()
-    _set_head(model, 0.5, math.log(4.0))
+    _set_head(model.reversion_head, 0.5, math.log(4.0))
     values, times, query = _window()
     mask = torch.ones_like(values, dtype=torch.bool)
     mask[..., 10:20] = False
@@ -108,7 +102,7 @@ def test_config_round_trip_faithfulness_and_extension_rules(tmp_path):
     assert extension_of(plain, cfg) and not extension_of(cfg, plain)
     assert extension_of(plain.replace(field_dt=False, output_skip="last-value"), cfg)
     _, extended = _pair()
-    _set_head(extended, 0.3, math.log(6.0))
+    _set_head(extended.reversion_head, 0.3, math.log(6.0))
     save_pretrained(extended, tmp_path / "ckpt")
     back = from_pretrained(tmp_path / "ckpt").eval()
     assert back.config.mean_reversion

@@ -17,7 +17,8 @@ from models.soter.model import SHORT_TREND_HEAD_INIT, SoterModel
 from models.soter.training.config import TrainConfig
 from models.soter.training.trainer import Trainer, extension_of, load_extended
 from tests.soter.test_cpu_training import _cfg
-from tests.soter.test_mean_reversion import _paths
+from tests.soter.test_field_dt import _paths
+from tests.soter.test_mean_reversion import _set_head
 from tests.soter.test_recipe_options import _window, _zero_readout
 
 BASE = dict(input_scaling="window", value_embedding=True, output_skip="damped-trend", field_dt=True,
@@ -30,12 +31,6 @@ def _pair() -> tuple[SoterModel, SoterModel]:
     extended = SoterModel(plain.config.replace(short_trend_points=3)).eval()
     load_extended(extended, plain, "test")
     return plain, extended
-
-
-def _set_head(model: SoterModel, gain: float, log_tau: float) -> None:
-    with torch.no_grad():
-        model.short_trend_head.weight.zero_()
-        model.short_trend_head.bias.copy_(torch.tensor([gain, log_tau]))
 
 
 def test_a_fresh_head_is_exactly_the_model_without_it():
@@ -55,7 +50,7 @@ def test_zero_readout_forecast_is_the_stated_formula_per_step_at_any_rate(rate):
                                                     output_skip="last-value", short_trend_points=3)).eval()
     _zero_readout(model)
     gain, tau = 0.6, 3.0
-    _set_head(model, gain, math.log(tau))
+    _set_head(model.short_trend_head, gain, math.log(tau))
     values, times, _ = _window()
     times = times * 64 / rate
     steps = torch.arange(1, 9, dtype=torch.float64)
@@ -70,7 +65,7 @@ def test_zero_readout_forecast_is_the_stated_formula_per_step_at_any_rate(rate):
 
 def test_only_observed_points_make_the_short_slope():
     _, model = _pair()
-    _set_head(model, 0.8, math.log(2.0))
+    _set_head(model.short_trend_head, 0.8, math.log(2.0))
     values, times, query = _window()
     mask = torch.ones_like(values, dtype=torch.bool)
     mask[..., -4:-1] = False  # the short slope must skip the three hidden points
@@ -96,7 +91,7 @@ def test_config_round_trip_faithfulness_and_extension_rules(tmp_path):
     assert extension_of(plain, cfg) and not extension_of(cfg, plain)
     assert extension_of(plain.replace(mean_reversion=False), cfg)
     _, extended = _pair()
-    _set_head(extended, 0.4, math.log(5.0))
+    _set_head(extended.short_trend_head, 0.4, math.log(5.0))
     save_pretrained(extended, tmp_path / "ckpt")
     back = from_pretrained(tmp_path / "ckpt").eval()
     assert back.config.short_trend_points == 3
