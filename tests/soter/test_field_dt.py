@@ -19,12 +19,18 @@ from tests.soter.test_recipe_options import _window
 BASE = dict(input_scaling="window", value_embedding=True, output_skip="damped-trend")
 
 
-def _pair() -> tuple[SoterModel, SoterModel]:
+def extended_pair(base: dict, **added) -> tuple[SoterModel, SoterModel]:
+    """A seeded soter-tiny with the ``base`` options, and the same weights loaded into the model with ``added``
+    options (``load_extended``): the pair every option that only adds parameters is tested on."""
     torch.manual_seed(0)
-    plain = SoterModel(preset("soter-tiny").replace(**BASE)).eval()
-    extended = SoterModel(plain.config.replace(field_dt=True)).eval()
+    plain = SoterModel(preset("soter-tiny").replace(**base)).eval()
+    extended = SoterModel(plain.config.replace(**added)).eval()
     load_extended(extended, plain, "test")
     return plain, extended
+
+
+def _pair() -> tuple[SoterModel, SoterModel]:
+    return extended_pair(BASE, field_dt=True)
 
 
 def _paths(model: SoterModel) -> list[torch.Tensor]:

@@ -14,20 +14,16 @@ from models.soter.config import ConfigError, SoterConfig, preset
 from models.soter.io import from_pretrained, save_pretrained
 from models.soter.model import REVERSION_HEAD_INIT, SoterModel, mean_interval
 from models.soter.training.config import TrainConfig
-from models.soter.training.trainer import Trainer, extension_of, load_extended
+from models.soter.training.trainer import Trainer, extension_of
 from tests.soter.test_cpu_training import _cfg
-from tests.soter.test_field_dt import _paths
+from tests.soter.test_field_dt import _paths, extended_pair
 from tests.soter.test_recipe_options import _window, _zero_readout
 
 BASE = dict(input_scaling="window", value_embedding=True, output_skip="damped-trend", field_dt=True)
 
 
 def _pair() -> tuple[SoterModel, SoterModel]:
-    torch.manual_seed(0)
-    plain = SoterModel(preset("soter-tiny").replace(**BASE)).eval()
-    extended = SoterModel(plain.config.replace(mean_reversion=True)).eval()
-    load_extended(extended, plain, "test")
-    return plain, extended
+    return extended_pair(BASE, mean_reversion=True)
 
 
 def _set_head(head: torch.nn.Linear, gain: float, log_tau: float) -> None:

@@ -15,9 +15,9 @@ from models.soter.config import ConfigError, SoterConfig, preset
 from models.soter.io import from_pretrained, save_pretrained
 from models.soter.model import SHORT_TREND_HEAD_INIT, SoterModel
 from models.soter.training.config import TrainConfig
-from models.soter.training.trainer import Trainer, extension_of, load_extended
+from models.soter.training.trainer import Trainer, extension_of
 from tests.soter.test_cpu_training import _cfg
-from tests.soter.test_field_dt import _paths
+from tests.soter.test_field_dt import _paths, extended_pair
 from tests.soter.test_mean_reversion import _set_head
 from tests.soter.test_recipe_options import _window, _zero_readout
 
@@ -26,11 +26,7 @@ BASE = dict(input_scaling="window", value_embedding=True, output_skip="damped-tr
 
 
 def _pair() -> tuple[SoterModel, SoterModel]:
-    torch.manual_seed(0)
-    plain = SoterModel(preset("soter-tiny").replace(**BASE)).eval()
-    extended = SoterModel(plain.config.replace(short_trend_points=3)).eval()
-    load_extended(extended, plain, "test")
-    return plain, extended
+    return extended_pair(BASE, short_trend_points=3)
 
 
 def test_a_fresh_head_is_exactly_the_model_without_it():
