@@ -19,6 +19,9 @@ from models.soter.training.sampler import WindowSampler
 from models.soter.training.trainer import Trainer, batch_loss, lr_factor
 
 REPO = Path(__file__).resolve().parents[2]
+# Two local workers; `--standalone` lets torchrun's rendezvous take a free port, so two launches in a row (or two
+# test runs on one machine) never race for a fixed one.
+TORCHRUN_2 = ["--standalone", "--nproc_per_node", "2"]
 WFDB = REPO.parent / "shared" / "data" / "wfdb"
 
 
@@ -83,13 +86,11 @@ def test_two_gloo_processes_equal_one_process_on_the_combined_batch(corpus, tmp_
     common = ["fit", "--corpus", str(corpus), "--model", "soter-tiny", "--steps", "1", "--max-length", "48",
               "--min-length", "16", "--warmup-steps", "1", "--checkpoint-every", "1", "--log-every", "1",
               "--lr", "1.0", "--eps", "1.0", "--weight-decay", "0.0", "--solver", "rk4"]
-    port = "29533" if parallel == "ddp" else "29534"
     single = subprocess.run([sys.executable, "-m", "models.soter.training.train", *common, "--batch-size", "4",
                              "--out", str(tmp_path / "one")], env=env, capture_output=True, text=True, timeout=300)
     assert single.returncode == 0, single.stderr
-    ddp = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-                          port, "-m", "models.soter.training.train", *common, "--batch-size", "2",
-                          "--fsdp", str(parallel == "fsdp"),
+    ddp = subprocess.run([sys.executable, "-m", "torch.distributed.run", *TORCHRUN_2, "-m",
+                          "models.soter.training.train", *common, "--batch-size", "2", "--fsdp", str(parallel == "fsdp"),
                           "--out", str(tmp_path / "two")], env=env, capture_output=True, text=True, timeout=300)
     assert ddp.returncode == 0, ddp.stderr[-3000:]
     from models.soter.config import preset
@@ -161,7 +162,7 @@ def test_corpus_module_never_loads_everything():
 def test_fsdp_checkpoint_resumes_exactly(corpus, tmp_path):
     """Under FSDP the full state is gathered for saving and re-sharded on resume."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    common = ["-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29535", "-m",
+    common = ["-m", "torch.distributed.run", *TORCHRUN_2, "-m",
               "models.soter.training.train", "fit", "--corpus", str(corpus), "--model", "soter-tiny", "--steps", "2",
               "--max-length", "32", "--min-length", "16", "--batch-size", "2", "--checkpoint-every", "1",
               "--log-every", "1", "--solver", "rk4", "--fsdp", "true"]
