@@ -134,7 +134,8 @@ class ModelSpec:
     options: dict[str, Any] = field(default_factory=dict)
     note: str = ""  # printed under every table in which the model appears (e.g. how it was decoded)
     note_tasks: tuple[str, ...] = ()  # the tasks whose tables the note concerns (empty: every task's)
-    # "module:callable() -> path" of the weights the model loads when no --weights is given
+    # "module:callable() -> path" of the weights the model loads when no --weights is given: `load` passes it to the
+    # factory as `weights` (so the factory need not import its registration: docs/records.md, the code digest)
     default_weights: str | None = None
     paper_name: str | None = None  # as the paper's tables name it (harness report); None: the paper has no row of it
     native_horizon: int | None = None  # steps one forward pass produces (`harness list`); None: not one number
@@ -235,6 +236,10 @@ class ModelSpec:
             raise ModelUnavailableError(reason)
         factory = _resolve(self.factory)
         given = {**self.options, **options}
+        if given.get("weights") is None and self.default_weights is not None:
+            # the entry's own checkpoint, resolved here (as :meth:`identity_parts` does), so that a factory never
+            # imports the registration that names it: registry edits leave the rows' code digest alone
+            given["weights"] = _resolve(self.default_weights)()
         params = inspect.signature(factory).parameters.values()
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
             unknown = sorted(set(given) - {p.name for p in params if p.kind in _NAMED})

@@ -113,16 +113,19 @@ Beyond = Literal["extrapolate", "hold", "zero"]  # models.soter.spline.BEYOND (t
 def load_soter(weights: str | Path | None = None, rollout: Rollout = "autoregressive", per_channel: bool = False,
                device: str = "cpu", name: str = "soter", batch_size: int = 256, seed: int = 0,
                control_beyond: Beyond = "extrapolate") -> SoterAdapter:
-    """The trained checkpoint: ``weights=DIR``, else the one the entry ``name`` ships with (every SOTER entry
-    with shipped weights runs through here; ``models.soter.registration.SHIPPED_ENTRIES``). ``batch_size``: rows
-    per forward pass (memory).
+    """The trained checkpoint ``weights=DIR``: ``--weights``, else the one the entry ``name`` ships with, which the
+    registry passes (its ``default_weights``; ``models.soter.registration.SHIPPED_ENTRIES``). Not imported from the
+    registration here: that module is outside the code whose digest tells a record's rows current (a new entry would
+    otherwise mark every SOTER row stale). ``batch_size``: rows per forward pass (memory).
     ``seed``: passed by the harness to every model; unused, a trained SOTER is deterministic.
     ``control_beyond``: imputation's spline control past a channel's last observation (``extrapolate``, the
     authors'; ``hold`` or ``zero``: ``--model-option soter.control_beyond=hold``, docs/soter.md)."""
     from models.soter.io import from_pretrained
-    from models.soter.registration import checkpoint_dir
 
-    folder = checkpoint_dir(weights, name)
+    if weights is None:
+        raise ValueError(f"{name}: no checkpoint given (weights=DIR); load it through the registry "
+                         "(models.registry.load_model), which passes the entry's shipped checkpoint")
+    folder = Path(weights).expanduser()
     return SoterAdapter(from_pretrained(folder), name=name, rollout=rollout, per_channel=per_channel, device=device,
                         batch_size=batch_size, source=str(folder), checkpoint=folder, control_beyond=control_beyond)
 

@@ -99,6 +99,13 @@ def mean_interval(timestamps: torch.Tensor, channels: int) -> torch.Tensor:
     return span.clamp_min(1e-9)[:, None, None].expand(-1, channels, 1)
 
 
+def intervals_since_last(fr: WindowFrame, t_query: torch.Tensor) -> torch.Tensor:
+    """(query time - last observed time) [R, Q] in the row's mean sampling intervals, 0 before the last
+    observation: the clock of the anchor terms that count in samples (mean reversion, short trend), so one head
+    serves every sampling rate."""
+    return ((t_query.double() - fr.rows("t_last")).clamp_min(0.0) / fr.rows("interval")).float()
+
+
 def local_slope(values: torch.Tensor, timestamps: torch.Tensor, mask: torch.Tensor, points: int
                 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Least-squares slope (per second) of each row's last ``points`` observed samples of [B, C, T] at
@@ -180,8 +187,9 @@ class SoterModel(nn.Module):
     def frame(self, values: torch.Tensor, mask: torch.Tensor, timestamps: torch.Tensor | None = None) -> WindowFrame:
         """Location and scale of each row's observed context (0 and 1 unless ``input_scaling="window"``),
         its last observed value, with ``output_skip="damped-trend"`` (needs ``timestamps``) its local slope
-        and last observed time, and with ``mean_reversion`` (needs ``timestamps``) its last observed time,
-        observed mean and mean sampling interval."""
+        and last observed time, with ``mean_reversion`` (needs ``timestamps``) its last observed time,
+        observed mean and mean sampling interval, and with ``short_trend_points`` (needs ``timestamps``) the
+        slope of its last few observed points, its last observed time and mean sampling interval."""
         cfg = self.config
         last = last_observed(values, mask)
         extra: dict[str, torch.Tensor] = {}
@@ -250,7 +258,7 @@ class SoterModel(nn.Module):
             raise ValueError("mean reversion needs its head, the frame's mean and interval, h_T and the query times")
         gain, log_tau = self.reversion_head(h_last).float().unbind(-1)
         tau = log_tau.clamp(*REVERSION_LOG_TAU).exp()[:, None]
-        n = ((t_query.double() - fr.rows("t_last")).clamp_min(0.0) / fr.rows("interval")).float()
+        n = intervals_since_last(fr, t_query)
         return gain[:, None] * (fr.rows("mean") - fr.rows("last")).float() * -torch.expm1(-n / tau)
 
     def short_trend(self, fr: WindowFrame, h_last: torch.Tensor, t_query: torch.Tensor) -> torch.Tensor:
@@ -264,9 +272,8 @@ class SoterModel(nn.Module):
                              "query times")
         gain, log_tau = self.short_trend_head(h_last).float().unbind(-1)
         tau = log_tau.clamp(*SHORT_TREND_LOG_TAU).exp()[:, None]
-        interval = fr.rows("interval")
-        n = ((t_query.double() - fr.rows("t_last")).clamp_min(0.0) / interval).float()
-        return gain[:, None] * (fr.rows("short_slope") * interval).float() * tau * -torch.expm1(-n / tau)
+        n = intervals_since_last(fr, t_query)
+        return gain[:, None] * (fr.rows("short_slope") * fr.rows("interval")).float() * tau * -torch.expm1(-n / tau)
 
     def encode(self, values: torch.Tensor, timestamps: torch.Tensor) -> Encoded:
         """values [B, C, T] in the model's units (``model_inputs``; missing points zero-filled),
