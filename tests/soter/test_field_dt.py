@@ -29,6 +29,17 @@ def extended_pair(base: dict, **added) -> tuple[SoterModel, SoterModel]:
     return plain, extended
 
 
+def assert_a_fresh_head_is_the_parent(base: dict, head: str, init: tuple[float, ...], **added) -> None:
+    """An anchor head that ``added`` brings in starts at weight 0 and bias ``init`` (gain ``init[0]`` = 0), so
+    the extended model equals its parent in every decoding path."""
+    plain, extended = extended_pair(base, **added)
+    fresh = getattr(SoterModel(plain.config.replace(**added)), head)
+    assert torch.equal(fresh.weight, torch.zeros_like(fresh.weight))
+    assert init[0] == 0 and fresh.bias.tolist() == pytest.approx(list(init))
+    for a, b in zip(_paths(plain), _paths(extended)):
+        assert torch.equal(a, b)
+
+
 def _pair() -> tuple[SoterModel, SoterModel]:
     return extended_pair(BASE, field_dt=True)
 

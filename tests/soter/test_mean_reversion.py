@@ -16,7 +16,7 @@ from models.soter.model import REVERSION_HEAD_INIT, SoterModel, mean_interval
 from models.soter.training.config import TrainConfig
 from models.soter.training.trainer import Trainer, extension_of
 from tests.soter.test_cpu_training import _cfg
-from tests.soter.test_field_dt import _paths, extended_pair
+from tests.soter.test_field_dt import _paths, assert_a_fresh_head_is_the_parent, extended_pair
 from tests.soter.test_recipe_options import _window, _zero_readout
 
 BASE = dict(input_scaling="window", value_embedding=True, output_skip="damped-trend", field_dt=True)
@@ -34,12 +34,7 @@ def _set_head(head: torch.nn.Linear, gain: float, log_tau: float) -> None:
 
 
 def test_a_fresh_head_is_exactly_the_model_without_it():
-    plain, extended = _pair()
-    fresh = SoterModel(plain.config.replace(mean_reversion=True))
-    assert torch.equal(fresh.reversion_head.weight, torch.zeros_like(fresh.reversion_head.weight))
-    assert fresh.reversion_head.bias.tolist() == pytest.approx(list(REVERSION_HEAD_INIT)) and REVERSION_HEAD_INIT[0] == 0
-    for a, b in zip(_paths(plain), _paths(extended)):
-        assert torch.equal(a, b)
+    assert_a_fresh_head_is_the_parent(BASE, "reversion_head", REVERSION_HEAD_INIT, mean_reversion=True)
 
 
 @pytest.mark.parametrize("rate", [64.0, 360.0])

@@ -17,7 +17,7 @@ from models.soter.model import SHORT_TREND_HEAD_INIT, SoterModel
 from models.soter.training.config import TrainConfig
 from models.soter.training.trainer import Trainer, extension_of
 from tests.soter.test_cpu_training import _cfg
-from tests.soter.test_field_dt import _paths, extended_pair
+from tests.soter.test_field_dt import _paths, assert_a_fresh_head_is_the_parent, extended_pair
 from tests.soter.test_mean_reversion import _set_head
 from tests.soter.test_recipe_options import _window, _zero_readout
 
@@ -30,13 +30,7 @@ def _pair() -> tuple[SoterModel, SoterModel]:
 
 
 def test_a_fresh_head_is_exactly_the_model_without_it():
-    plain, extended = _pair()
-    fresh = SoterModel(plain.config.replace(short_trend_points=3))
-    assert torch.equal(fresh.short_trend_head.weight, torch.zeros_like(fresh.short_trend_head.weight))
-    assert SHORT_TREND_HEAD_INIT[0] == 0 and fresh.short_trend_head.bias.tolist() == pytest.approx(
-        list(SHORT_TREND_HEAD_INIT))
-    for a, b in zip(_paths(plain), _paths(extended)):
-        assert torch.equal(a, b)
+    assert_a_fresh_head_is_the_parent(BASE, "short_trend_head", SHORT_TREND_HEAD_INIT, short_trend_points=3)
 
 
 @pytest.mark.parametrize("rate", [64.0, 360.0])
