@@ -13,39 +13,6 @@ SHIPPED = CHECKPOINTS / SHIPPED_NAME
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
 
 
-# beyond the paper (issue #26): window-standardised input, a linear value path and forecasts anchored at
-# the last observed value; its MODEL_CARD.md says how it departs, why, and how it was chosen
-ANCHORED_NAME = "soter-cpu-64-anchored"
-ANCHORED = CHECKPOINTS / ANCHORED_NAME
-# soter-cpu-64-anchored fine-tuned on horizon-uniform targets (issue #26, rule V3 of its MODEL_CARD.md)
-HORIZON_NAME = "soter-cpu-64-horizon"
-HORIZON = CHECKPOINTS / HORIZON_NAME
-# soter-cpu-64-horizon fine-tuned on mixed targets and denser missingness (issue #26, rule V4 of its MODEL_CARD.md)
-MIXED_NAME = "soter-cpu-64-mixed"
-MIXED = CHECKPOINTS / MIXED_NAME
-# soter-cpu-64-mixed fine-tuned with a learned damped local trend in the anchor (issue #26, rule V5)
-TREND_NAME = "soter-cpu-64-trend"
-TREND = CHECKPOINTS / TREND_NAME
-# soter-cpu-64-trend fine-tuned with the decoder's field seeing dt (issue #26, rule V7)
-DT_NAME = "soter-cpu-64-dt"
-DT = CHECKPOINTS / DT_NAME
-# soter-cpu-64-dt fine-tuned with a loss close to the absolute error (Huber delta 0.01; issue #26, rule V8)
-L1_NAME = "soter-cpu-64-l1"
-L1 = CHECKPOINTS / L1_NAME
-# soter-cpu-64-l1 fine-tuned with the next step as half of the full-history targets (issue #26, rule V10)
-NEXT_NAME = "soter-cpu-64-next"
-NEXT = CHECKPOINTS / NEXT_NAME
-# soter-cpu-64-next fine-tuned with the anchor reverting towards the context mean (issue #26, rule V11)
-REVERT_NAME = "soter-cpu-64-revert"
-REVERT = CHECKPOINTS / REVERT_NAME
-# soter-cpu-64-revert fine-tuned with a short trend in the anchor (issue #26, rule V12)
-SHORT_NAME = "soter-cpu-64-short"
-SHORT = CHECKPOINTS / SHORT_NAME
-# soter-cpu-64-short fine-tuned with the squared error (the preset's Huber delta 2.0; issue #26, rule V13)
-MSE_NAME = "soter-cpu-64-mse"
-MSE = CHECKPOINTS / MSE_NAME
-
-
 @dataclass(frozen=True)
 class ShippedEntry:
     """A registry entry that runs a shipped checkpoint folder unless ``--weights`` names another: its
@@ -69,16 +36,27 @@ class ShippedEntry:
 
 
 FAITHFUL_ENTRY = ShippedEntry("soter", SHIPPED)
-ANCHORED_ENTRY = ShippedEntry("soter-anchored", ANCHORED)
-HORIZON_ENTRY = ShippedEntry("soter-horizon", HORIZON)
-MIXED_ENTRY = ShippedEntry("soter-mixed", MIXED)
-TREND_ENTRY = ShippedEntry("soter-trend", TREND)
-DT_ENTRY = ShippedEntry("soter-dt", DT)
-L1_ENTRY = ShippedEntry("soter-l1", L1)
-NEXT_ENTRY = ShippedEntry("soter-next", NEXT)
-REVERT_ENTRY = ShippedEntry("soter-revert", REVERT)
-SHORT_ENTRY = ShippedEntry("soter-short", SHORT)
-MSE_ENTRY = ShippedEntry("soter-mse", MSE)
+# beyond the paper (issue #26): window-standardised input, a linear value path and forecasts anchored at
+# the last observed value; its MODEL_CARD.md says how it departs, why, and how it was chosen
+ANCHORED_ENTRY = ShippedEntry("soter-anchored", CHECKPOINTS / "soter-cpu-64-anchored")
+# soter-cpu-64-anchored fine-tuned on horizon-uniform targets (issue #26, rule V3 of its MODEL_CARD.md)
+HORIZON_ENTRY = ShippedEntry("soter-horizon", CHECKPOINTS / "soter-cpu-64-horizon")
+# soter-cpu-64-horizon fine-tuned on mixed targets and denser missingness (issue #26, rule V4 of its MODEL_CARD.md)
+MIXED_ENTRY = ShippedEntry("soter-mixed", CHECKPOINTS / "soter-cpu-64-mixed")
+# soter-cpu-64-mixed fine-tuned with a learned damped local trend in the anchor (issue #26, rule V5)
+TREND_ENTRY = ShippedEntry("soter-trend", CHECKPOINTS / "soter-cpu-64-trend")
+# soter-cpu-64-trend fine-tuned with the decoder's field seeing dt (issue #26, rule V7)
+DT_ENTRY = ShippedEntry("soter-dt", CHECKPOINTS / "soter-cpu-64-dt")
+# soter-cpu-64-dt fine-tuned with a loss close to the absolute error (Huber delta 0.01; issue #26, rule V8)
+L1_ENTRY = ShippedEntry("soter-l1", CHECKPOINTS / "soter-cpu-64-l1")
+# soter-cpu-64-l1 fine-tuned with the next step as half of the full-history targets (issue #26, rule V10)
+NEXT_ENTRY = ShippedEntry("soter-next", CHECKPOINTS / "soter-cpu-64-next")
+# soter-cpu-64-next fine-tuned with the anchor reverting towards the context mean (issue #26, rule V11)
+REVERT_ENTRY = ShippedEntry("soter-revert", CHECKPOINTS / "soter-cpu-64-revert")
+# soter-cpu-64-revert fine-tuned with a short trend in the anchor (issue #26, rule V12)
+SHORT_ENTRY = ShippedEntry("soter-short", CHECKPOINTS / "soter-cpu-64-short")
+# soter-cpu-64-short fine-tuned with the squared error (the preset's Huber delta 2.0; issue #26, rule V13)
+MSE_ENTRY = ShippedEntry("soter-mse", CHECKPOINTS / "soter-cpu-64-mse")
 SHIPPED_ENTRIES = {e.entry: e for e in (FAITHFUL_ENTRY, ANCHORED_ENTRY, HORIZON_ENTRY, MIXED_ENTRY, TREND_ENTRY,
                                         DT_ENTRY, L1_ENTRY, NEXT_ENTRY, REVERT_ENTRY, SHORT_ENTRY, MSE_ENTRY)}
 
