@@ -22,6 +22,7 @@ def test_only_soter_horizon_defaults_to_holding_the_control():
     assert get_spec("soter-revert").options["control_beyond"] == "hold"  # its parent's choice (rule V11)
     assert get_spec("soter-short").options["control_beyond"] == "hold"  # its parent's choice (rule V12)
     assert get_spec("soter-mse").options["control_beyond"] == "hold"  # its parent's choice (rule V13)
+    assert get_spec("soter-noaux").options["control_beyond"] == "hold"  # its parent's choice (rule V14)
     horizon = load_model("soter-horizon", seed=0)
     assert horizon.control_beyond == "hold" and horizon.describe()["control_beyond"] == "hold"
 
