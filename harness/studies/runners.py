@@ -114,6 +114,7 @@ def train(base: TrainConfig, names: list[str], log=print) -> dict[str, Path]:
         if trainer.resume():
             log(f"{name}: resumed at step {trainer.step}")
         trainer.fit(log=lambda line, name=name: log(f"{name}: {line}"))
+        trainer.close()
         finished[name] = Path(cfg.out) / (Path(cfg.out) / "latest").read_text().strip()
     return finished
 

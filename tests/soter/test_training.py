@@ -75,6 +75,36 @@ def test_resume_continues_bit_identically(corpus, tmp_path):
     assert (tmp_path / "a" / "exposure-100").is_dir() and (tmp_path / "a" / "train_log.csv").is_file()
 
 
+def test_a_trainer_destroys_the_process_group_it_created(corpus, tmp_path, monkeypatch):
+    """Under torchrun the trainer creates the process group, so it must also destroy it (after a barrier) before
+    the process exits: a gloo rank that exited with its group alive once aborted in the backend's teardown
+    (std::terminate) and failed the FSDP resume test. A group the caller created is the caller's to destroy."""
+    import torch.distributed as dist
+
+    real_init = dist.init_process_group
+
+    def one_process_group(backend, **_):  # the group torchrun's env would make, with this process alone in it
+        real_init(backend, store=dist.HashStore(), rank=0, world_size=1)
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    with monkeypatch.context() as patch:
+        patch.setattr(dist, "init_process_group", one_process_group)
+        trainer = Trainer(_cfg(corpus, tmp_path / "a", steps=1, checkpoint_every=1))
+    assert trainer.owns_process_group and dist.is_initialized()
+    trainer.fit(log=lambda m: None)
+    trainer.close()
+    assert not dist.is_initialized()
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        caller_owned = Trainer(_cfg(corpus, tmp_path / "b"))
+        assert not caller_owned.owns_process_group
+        caller_owned.close()
+        assert dist.is_initialized()
+    finally:
+        dist.destroy_process_group()
+
+
 @pytest.mark.parametrize("parallel", ["ddp", "fsdp"])
 def test_two_gloo_processes_equal_one_process_on_the_combined_batch(corpus, tmp_path, parallel):
     # Adam's first step is about lr * sign(g): gradient entries near zero flip sign under float

@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume and trainer.resume():
         print(f"resumed at step {trainer.step}", file=sys.stderr)
     trainer.fit()
+    trainer.close()  # not on an error: a barrier there would wait for ranks that are gone
     return 0
 
 

@@ -98,7 +98,8 @@ class Trainer:
         self.cfg = cfg
         self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
-        if self.world_size > 1 and not dist.is_initialized():
+        self.owns_process_group = self.world_size > 1 and not dist.is_initialized()
+        if self.owns_process_group:
             dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
         if device is None:
             device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu"
@@ -343,6 +344,16 @@ class Trainer:
             from models.soter.training.quick_eval import plot_log
 
             plot_log(self.out)
+
+
+    def close(self) -> None:
+        """Destroy the process group this trainer created, after every rank got here. A process that exits
+        with its group alive can abort in the backend's teardown (seen once under load: a gloo rank ended
+        in std::terminate after its last checkpoint, failing the torchrun run)."""
+        if self.owns_process_group and dist.is_initialized():
+            dist.barrier()
+            dist.destroy_process_group()
+            self.owns_process_group = False
 
 
 def _drop_rows_after(path: Path, step: int) -> None:
