@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # One call on a lent accelerator: CUDA tests, GPU benchmarks and one SOTER training slice, each stage under
-# its own time limit so that a slow stage cannot cost the others' results. Everything comes back through $OUT
-# as one tar split into parts of 15 MiB (the device tool returns at most 8 files of 16 MiB).
+# its own time limit so that a slow stage cannot cost the others' results. What comes back through $OUT (the device
+# tool returns at most 8 files of 16 MiB): summary.txt (each stage's exit status), logs.tar (each stage's output),
+# ship.tar.part-NN (the trained slice, parts of 15 MiB).
 #
 # Here, first (docs/soter-training.md, "A GPU session, step by step"):
 #   bash benchmarks/device_tree.sh slim && bash benchmarks/gpu_bundle.sh CORPUS VALCORPUS && bash benchmarks/device_tree.sh size
 # There, one `run` call (carry [".gpu"], timeout_s about 420):
 #   bash benchmarks/gpu_session.sh
-# Here, after it: bash benchmarks/device_tree.sh restore; cat FILES_AT/gpu_session.tar.part-* | tar -x -C DIR
+# Here, after it: bash benchmarks/device_tree.sh restore; tar -xf FILES_AT/logs.tar -C DIR;
+#   cat FILES_AT/ship.tar.part-* | tar -x -C DIR
 #
 # Settings (environment): STAGES (default "environment cuda-tests bench train": which to run), TRAIN_SECONDS (default 150: the slice's training time, calibrated from a short run),
 # MODEL (soter-small), BATCH (32), SEED (42), DEVICE (cuda; cpu for a dry run here: the slice trains on CUDA
@@ -31,18 +33,15 @@ rm -rf "$W" && mkdir -p "$W/logs"
 export PYTHONPATH=$ROOT:$ROOT/.gpu/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 want() { [[ " $STAGES " == *" $1 "* ]]; }
 
-log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$W/logs/summary.txt"; }
+# $OUT is refreshed after every stage: if the call's own timeout kills this script, what ran still comes back
+log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$W/logs/summary.txt"; cp "$W/logs/summary.txt" "$OUT/summary.txt"; }
 stage() {  # stage NAME SECONDS COMMAND...: its output in logs/NAME.txt, its exit status in the summary
     local name=$1 limit=$2; shift 2
     log "start $name (limit ${limit} s)"
     timeout "$limit" "$@" > "$W/logs/$name.txt" 2>&1
     log "end $name: exit $?"
+    tar -C "$W" -cf "$OUT/logs.tar" logs
 }
-pack() {
-    tar -C "$W" -cf - logs $(cd "$W" && ls -d ship 2>/dev/null) | split -b 15M -d - "$OUT/gpu_session.tar.part-"
-    cp "$W/logs/summary.txt" "$OUT/summary.txt"
-}
-trap pack EXIT
 
 # 0. what the machine is
 want environment && stage environment 60 bash -c "nvidia-smi || true; $PY -c 'import sys, torch; print(sys.version); print(torch.__version__, \
@@ -83,6 +82,8 @@ print(float(rows[-1]['steps_per_s']))" 2>/dev/null || echo 0)
     stage train-slice $((TRAIN_SECONDS * 2 + 60)) $PY "${FIT[@]}" --steps "$STEPS" --out "$W/run" \
         --checkpoint-every $((STEPS / 2)) --val-every $((STEPS / 4)) $EXTRA_FIT_FLAGS
     stage ship 120 $PY -m models.soter.training.ship --run "$W/run" --name "$MODEL-slice" --dest "$W/ship"
+    # the weights (soter-small: 42 MiB in three shards) as one tar in parts under the 16 MiB a returned file may hold
+    [ -d "$W/ship" ] && tar -C "$W" -cf - ship | split -b 15M -d - "$OUT/ship.tar.part-"
 else
     log "no .gpu/corpus.tar.xz carried: no training slice (bash benchmarks/gpu_bundle.sh here)"
 fi
