@@ -11,10 +11,12 @@
 # Here, after it: bash benchmarks/device_tree.sh restore; tar -xf FILES_AT/logs.tar -C DIR;
 #   cat FILES_AT/ship.tar.part-* | tar -x -C DIR
 #
-# Settings (environment): STAGES (default "environment cuda-tests bench train": which to run), TRAIN_SECONDS (default 150: the slice's training time, calibrated from a short run),
-# MODEL (soter-small), BATCH (32), SEED (42), DEVICE (cuda; cpu for a dry run here: the slice trains on CUDA
-# whenever torch sees it), EXTRA_FIT_FLAGS (appended
-# to the slice's `fit` flags, e.g. --init-weights DIR for a later session's slice).
+# Settings (environment): GPU_DIR (default .gpu: what gpu_bundle.sh packed), STAGES (default "environment
+# cuda-tests bench train": which to run), TRAIN_SECONDS (default 150: the slice's training time, calibrated from a
+# short run), MODEL (soter-small), BATCH (32), SEED (42), DEVICE (cuda; cpu for a dry run here: the slice trains on
+# CUDA whenever torch sees it), WORK (/tmp/gpu_session), PYTHON (python3), EXTRA_FIT_FLAGS (appended to the
+# slice's `fit` flags, e.g. --init-weights DIR for a later session's slice).
+# tests/soter/test_gpu_session.py runs the training slice on the CPU, so its flags keep up with the trainer.
 set -uo pipefail
 OUT=${OUT:?set OUT: the folder whose files come back}
 ROOT=$(pwd)
@@ -26,11 +28,12 @@ SEED=${SEED:-42}
 DEVICE=${DEVICE:-cuda}
 EXTRA_FIT_FLAGS=${EXTRA_FIT_FLAGS:-}
 STAGES=${STAGES:-environment cuda-tests bench train}
+GPU_DIR=$(cd "${GPU_DIR:-.gpu}" 2>/dev/null && pwd || echo "$ROOT/.gpu")  # what gpu_bundle.sh packed
 PY=${PYTHON:-python3}
 rm -rf "$W" && mkdir -p "$W/logs"
 # the code is imported from this tree; .gpu/site holds the project's installed metadata (its entry points
 # register the built-in models), written by gpu_bundle.sh
-export PYTHONPATH=$ROOT:$ROOT/.gpu/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+export PYTHONPATH=$ROOT:$GPU_DIR/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 want() { [[ " $STAGES " == *" $1 "* ]]; }
 
 # $OUT is refreshed after every stage: if the call's own timeout kills this script, what ran still comes back
@@ -63,8 +66,8 @@ want bench && stage bench-forecast 120 bash -c "$PY benchmarks/soter_forecast.py
 # 3. one training slice of the anchored recipe at MODEL's size (issue #26 part 4), from the carried corpora
 if ! want train; then
     log "training slice not asked for (STAGES=$STAGES)"
-elif [ -f .gpu/corpus.tar.xz ]; then
-    mkdir -p "$W/data" && tar -C "$W/data" -xJf .gpu/corpus.tar.xz
+elif [ -f "$GPU_DIR/corpus.tar.xz" ]; then
+    mkdir -p "$W/data" && tar -C "$W/data" -xJf "$GPU_DIR/corpus.tar.xz"
     FIT=(-m models.soter.training.train fit --model "$MODEL" --corpus "$W/data/corpus" --batch-size "$BATCH"
          --max-length 256 --min-length 64 --min-context 32 --max-target-offset 64 --next-step-prob 0.5
          --targets-per-window 8 --missing-rate 0.5 --dataset-weighting sqrt --lr 3e-4 --warmup-steps 200
@@ -85,5 +88,5 @@ print(float(rows[-1]['steps_per_s']))" 2>/dev/null || echo 0)
     # the weights (soter-small: 42 MiB in three shards) as one tar in parts under the 16 MiB a returned file may hold
     [ -d "$W/ship" ] && tar -C "$W" -cf - ship | split -b 15M -d - "$OUT/ship.tar.part-"
 else
-    log "no .gpu/corpus.tar.xz carried: no training slice (bash benchmarks/gpu_bundle.sh here)"
+    log "no $GPU_DIR/corpus.tar.xz carried: no training slice (bash benchmarks/gpu_bundle.sh here)"
 fi
