@@ -75,6 +75,27 @@ def test_resume_continues_bit_identically(corpus, tmp_path):
     assert (tmp_path / "a" / "exposure-100").is_dir() and (tmp_path / "a" / "train_log.csv").is_file()
 
 
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: one thread either way")
+def test_fit_sizes_the_numba_pool_by_omp_num_threads(corpus, tmp_path):
+    """OMP_NUM_THREADS does not size numba's pool, whose idle workers keep a core busy: `fit` with
+    OMP_NUM_THREADS=1 used 1.8 cores, and two such runs on a 2-core machine ran at 1.0 steps/s each (5 alone)."""
+    script = ("import sys; from models.soter.training.train import main; main(sys.argv[1:]); import numba; "
+              "print(numba.config.NUMBA_NUM_THREADS)")
+    clean = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS")}
+
+    def threads(out: str, **env: str) -> int:
+        proc = subprocess.run([sys.executable, "-c", script, "fit", "--corpus", str(corpus), "--model", "soter-tiny",
+                               "--steps", "1", "--max-length", "32", "--min-length", "16", "--batch-size", "2",
+                               "--solver", "rk4", "--out", str(tmp_path / out)],
+                              env={**clean, "PYTHONPATH": str(REPO), **env}, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return int(proc.stdout.split()[-1])
+
+    assert threads("one", OMP_NUM_THREADS="1") == 1
+    assert threads("asked", OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="2") == 2  # what the user set is kept
+
+
 def test_a_trainer_destroys_the_process_group_it_created(corpus, tmp_path, monkeypatch):
     """Under torchrun the trainer creates the process group, so it must also destroy it (after a barrier) before
     the process exits: a gloo rank that exited with its group alive once aborted in the backend's teardown

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -35,6 +36,22 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
             p.add_argument(flag, type=float, nargs="+", default=list(default), help=f"(default: {default})")
         else:
             p.add_argument(flag, type=type(default), default=default, help=f"(default: {default})")
+
+
+def numba_threads_follow_omp() -> None:
+    """numba's parallel routing kernel (``models/soter/routing_cpu.py``) has its own thread pool, which
+    ``OMP_NUM_THREADS`` does not size, and its idle workers keep a core busy: a `fit` with ``OMP_NUM_THREADS=1``
+    used 1.8 cores, and two of them side by side on a 2-core machine ran at 1.0 steps/s each against 5 for one alone
+    (3.9 each with a one-thread pool; BENCHMARKS.md). ``numba.set_num_threads`` limits the threads a kernel uses,
+    not the pool, so the pool is sized before numba is imported: to ``OMP_NUM_THREADS`` where the user set it and
+    ``NUMBA_NUM_THREADS`` is not set (as the harness's runs do, ``harness/run/threads.py``)."""
+    if "OMP_NUM_THREADS" in os.environ and "NUMBA_NUM_THREADS" not in os.environ:
+        if "numba" in sys.modules:  # an in-process caller imported it: only the threads a kernel uses can change
+            if os.environ["OMP_NUM_THREADS"].isdigit():
+                pool = sys.modules["numba"].config.NUMBA_NUM_THREADS
+                sys.modules["numba"].set_num_threads(min(max(1, int(os.environ["OMP_NUM_THREADS"])), pool))
+        else:
+            os.environ["NUMBA_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         return _build(args)
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)}
     cfg = TrainConfig.from_dict(values)
+    numba_threads_follow_omp()
     from models.soter.training.trainer import Trainer
 
     trainer = Trainer(cfg)
