@@ -45,13 +45,15 @@ def numba_threads_follow_omp() -> None:
     (3.9 each with a one-thread pool; BENCHMARKS.md). ``numba.set_num_threads`` limits the threads a kernel uses,
     not the pool, so the pool is sized before numba is imported: to ``OMP_NUM_THREADS`` where the user set it and
     ``NUMBA_NUM_THREADS`` is not set (as the harness's runs do, ``harness/run/threads.py``)."""
-    if "OMP_NUM_THREADS" in os.environ and "NUMBA_NUM_THREADS" not in os.environ:
-        if "numba" in sys.modules:  # an in-process caller imported it: only the threads a kernel uses can change
-            if os.environ["OMP_NUM_THREADS"].isdigit():
-                pool = sys.modules["numba"].config.NUMBA_NUM_THREADS
-                sys.modules["numba"].set_num_threads(min(max(1, int(os.environ["OMP_NUM_THREADS"])), pool))
-        else:
-            os.environ["NUMBA_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"]
+    omp = os.environ.get("OMP_NUM_THREADS", "")
+    if not omp.isdigit() or "NUMBA_NUM_THREADS" in os.environ:  # unset, or an OpenMP list numba cannot read
+        return
+    threads = max(1, int(omp))
+    if "numba" in sys.modules:  # an in-process caller imported it: only the threads a kernel uses can change
+        numba = sys.modules["numba"]
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    else:
+        os.environ["NUMBA_NUM_THREADS"] = str(threads)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -345,7 +345,6 @@ class Trainer:
 
             plot_log(self.out)
 
-
     def close(self) -> None:
         """Destroy the process group this trainer created, after every rank got here. A process that exits
         with its group alive can abort in the backend's teardown (seen once under load: a gloo rank ended
