@@ -22,7 +22,9 @@ from safetensors.torch import load_file, save_file
 from harness.cli import main
 from harness.run.runner import RunConfig, execute
 from harness.records.store import COLUMNS, RecordStore, RecordStoreError, read_records, row_key
-from models.soter.registration import SHIPPED
+from models.soter.entries import faithful_entry
+
+SHIPPED = faithful_entry().folder
 from protocols.specs import Setting
 
 REPO = Path(__file__).resolve().parents[1]

@@ -114,7 +114,7 @@ def load_soter(weights: str | Path | None = None, rollout: Rollout = "autoregres
                device: str = "cpu", name: str = "soter", batch_size: int = 256, seed: int = 0,
                control_beyond: Beyond = "extrapolate") -> SoterAdapter:
     """The trained checkpoint ``weights=DIR``: ``--weights``, else the one the entry ``name`` ships with, which the
-    registry passes (its ``default_weights``; ``models.soter.registration.SHIPPED_ENTRIES``). Not imported from the
+    registry passes (its ``default_weights``; the entry's folder, ``models.soter.entries``). Not imported from the
     registration here: that module is outside the code whose digest tells a record's rows current (a new entry would
     otherwise mark every SOTER row stale). ``batch_size``: rows per forward pass (memory).
     ``seed``: passed by the harness to every model; unused, a trained SOTER is deterministic.

@@ -9,7 +9,9 @@ import pytest
 from harness.records.code_identity import source_closure
 from models.registry import load_model
 from models.soter.adapter import load_soter
-from models.soter.registration import FAITHFUL_ENTRY, SHIPPED_ENTRIES
+from models.soter.entries import discover, faithful_entry
+
+SHIPPED_ENTRIES = discover()
 
 
 def test_the_registration_is_outside_the_code_of_soter_rows():
@@ -21,7 +23,7 @@ def test_the_registration_is_outside_the_code_of_soter_rows():
 
 @pytest.mark.parametrize("name", [*SHIPPED_ENTRIES, "soter-autoregressive"])
 def test_every_entry_loads_its_own_shipped_checkpoint(name):
-    folder = SHIPPED_ENTRIES.get(name, FAITHFUL_ENTRY).folder
+    folder = SHIPPED_ENTRIES.get(name, faithful_entry()).folder
     assert load_model(name).checkpoint == folder
 
 

@@ -1,0 +1,157 @@
+"""SOTER's shipped checkpoints as registry entries: a checkpoint folder with an ``entry.toml`` is an entry.
+
+Why: each entry used to be a hand-written registration (a name, a folder, a sentence, an option), and every new
+checkpoint meant code. The architecture is already in each folder's ``config.json``; what the registry needs
+beyond it (the entry's name, what it is in one line, its parent, which default runs include it, the adapter's
+options) is a small data file beside it. Adding a checkpoint is then a folder, and no code: the folders under
+``models/soter/checkpoints`` and under each folder named in ``$SOTER_BENCH_CHECKPOINTS`` (``os.pathsep``-separated)
+are discovered here, and one factory (``models.soter.adapter:load_soter``) serves them all.
+
+Cheap: reads TOML, imports no torch. The adapter never imports this module (docs/records.md, the code digest).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from models.registry import ModelSpec
+
+CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
+ENTRY_FILE = "entry.toml"
+EXTRA_ROOTS_ENV = "SOTER_BENCH_CHECKPOINTS"
+TASKS = ("forecasting", "imputation", "noise", "classification")
+FAITHFUL = "the paper's recipe"  # how every listing and table note names the faithful entry
+_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
+_FIELDS = {"name", "summary", "parent", "faithful", "default_tasks", "note", "note_tasks", "options"}
+# adapter options an entry may set (models.soter.adapter.load_soter); the rest are the user's or the registry's
+_ENTRY_OPTIONS = {"rollout", "control_beyond", "per_channel", "batch_size"}
+
+
+class EntryError(ValueError):
+    """An ``entry.toml`` that breaks the schema, or two folders claiming one name: the message names the file."""
+
+
+@dataclass(frozen=True)
+class ShippedEntry:
+    """One checkpoint folder's entry: its default weights (``checkpoint_dir``) and readiness check (``check``)."""
+
+    name: str
+    folder: Path
+    summary: str  # what it is, in one line
+    parent: str = ""  # the checkpoint folder it was fine-tuned from ("" for none)
+    faithful: bool = False  # the paper's architecture and objective
+    default_tasks: tuple[str, ...] = ()  # the tasks whose default run includes it
+    note: str = ""  # printed under the tables it appears in
+    note_tasks: tuple[str, ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def checkpoint_dir(self, weights: str | Path | None = None) -> Path:
+        return Path(weights).expanduser() if weights else self.folder
+
+    def check(self, weights: str | Path | None = None, **_: object) -> str | None:
+        """None when a checkpoint (config.json + safetensors weights) is there, else how to get one."""
+        folder = self.checkpoint_dir(weights)
+        if (folder / "config.json").is_file() and any((folder / f).is_file() for f in _WEIGHT_FILES):
+            return None
+        where = f"--weights {self.name}={weights}" if weights else str(_shown(self.folder))
+        return (f"no trained SOTER checkpoint found ({where}: needs config.json and model.safetensors); "
+                f"train one (docs/soter-training.md) or pass --weights {self.name}=DIR. "
+                "Random weights are never used for SOTER rows.")
+
+    def spec(self) -> ModelSpec:
+        """The registry entry: decoded per query by the one SOTER factory, from this folder unless --weights."""
+        what = (f"SOTER, {FAITHFUL} (architecture and objective)" if self.faithful
+                else "SOTER DEPARTING FROM THE PAPER")
+        default: bool | tuple[str, ...] = (True if set(self.default_tasks) == set(TASKS)
+                                           else self.default_tasks or False)
+        ref = f"models.soter.entries:ENTRIES.{self.name}"
+        return ModelSpec(
+            name=self.name, factory="models.soter.adapter:load_soter", family="soter", capabilities_on_load=True,
+            description=f"{what}, checkpoint {self.folder.name}: {self.summary}",
+            licence="MIT (this repository's weights)", check=f"{ref}.check", tasks=TASKS, default=default,
+            options={"rollout": "per-query", "name": self.name, **self.options},
+            default_weights=f"{ref}.checkpoint_dir", note=self.note, note_tasks=self.note_tasks)
+
+
+def _shown(path: Path) -> Path:
+    """A folder as a message shows it: relative to the project for its own checkpoints."""
+    try:
+        return path.relative_to(CHECKPOINTS.parents[2])
+    except ValueError:
+        return path
+
+
+def _tasks(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(v in TASKS for v in value):
+        raise EntryError(f"{where}: must be a list of tasks out of {list(TASKS)}")
+    return tuple(value)
+
+
+def read_entry(folder: Path) -> ShippedEntry:
+    """The entry of a checkpoint folder, from its ``entry.toml``; a schema error raises :class:`EntryError`."""
+    path = Path(folder) / ENTRY_FILE
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise EntryError(f"{path}: cannot be read: {exc}") from exc
+    unknown = sorted(set(raw) - _FIELDS)
+    if unknown:
+        raise EntryError(f"{path}: unknown field(s) {unknown}; allowed: {sorted(_FIELDS)}")
+    for key in ("name", "summary"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise EntryError(f"{path}: {key} must be a non-empty string")
+    options = raw.get("options", {})
+    if not isinstance(options, dict) or set(options) - _ENTRY_OPTIONS:
+        raise EntryError(f"{path}: options must be a table of {sorted(_ENTRY_OPTIONS)}")
+    return ShippedEntry(
+        name=raw["name"], folder=Path(folder), summary=raw["summary"], parent=str(raw.get("parent", "")),
+        faithful=bool(raw.get("faithful", False)),
+        default_tasks=_tasks(raw.get("default_tasks", []), f"{path}: default_tasks"),
+        note=str(raw.get("note", "")), note_tasks=_tasks(raw.get("note_tasks", []), f"{path}: note_tasks"),
+        options=dict(options))
+
+
+def roots() -> list[Path]:
+    """Where checkpoint folders are looked for: the shipped ones, then ``$SOTER_BENCH_CHECKPOINTS``'s."""
+    extra = [Path(p).expanduser() for p in os.environ.get(EXTRA_ROOTS_ENV, "").split(os.pathsep) if p.strip()]
+    return [CHECKPOINTS, *extra]
+
+
+def discover(where: list[Path] | None = None) -> dict[str, ShippedEntry]:
+    """Every folder with an ``entry.toml`` directly under the roots, by entry name (the faithful one first)."""
+    found: dict[str, ShippedEntry] = {}
+    for root in roots() if where is None else where:
+        if not root.is_dir():
+            continue
+        for folder in sorted(p for p in root.iterdir() if (p / ENTRY_FILE).is_file()):
+            entry = read_entry(folder)
+            if entry.name in found:
+                raise EntryError(f"{folder / ENTRY_FILE}: entry {entry.name!r} is also {found[entry.name].folder}")
+            found[entry.name] = entry
+    return dict(sorted(found.items(), key=lambda item: (not item[1].faithful, item[0])))
+
+
+class _Entries:
+    """The discovered entries as attributes, so that a registry string ``models.soter.entries:ENTRIES.NAME.check``
+    resolves to one entry's method (``models.registry`` resolves ``module:attr.attr``)."""
+
+    def __getattr__(self, name: str) -> ShippedEntry:
+        entries = discover()
+        if name not in entries:
+            raise AttributeError(f"no SOTER checkpoint folder declares the entry {name!r}")
+        return entries[name]
+
+
+ENTRIES = _Entries()
+
+
+def faithful_entry() -> ShippedEntry:
+    """The entry of the paper's recipe (exactly one shipped folder says ``faithful = true``)."""
+    faithful = [e for e in discover([CHECKPOINTS]).values() if e.faithful]
+    if len(faithful) != 1:
+        raise EntryError(f"{CHECKPOINTS}: {len(faithful)} folders declare faithful = true, expected one")
+    return faithful[0]

@@ -1,0 +1,88 @@
+"""Issue #44: a shipped SOTER entry is a checkpoint folder with an ``entry.toml``; no code per checkpoint."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from models.registry import all_specs, resolve
+from models.soter.entries import CHECKPOINTS, ENTRY_FILE, EXTRA_ROOTS_ENV, EntryError, discover, read_entry
+
+ROOT = Path(__file__).resolve().parents[2]
+ANCHORED = ("forecasting",)
+# the SOTER registry as registration.py spelt it by hand before the entries were discovered from their folders
+# (name: default weights folder, default runs, options beyond rollout and name)
+REGISTERED_BY_HAND = {
+    "soter": ("soter-cpu-64", True, {}),
+    "soter-autoregressive": ("soter-cpu-64", False, {}),
+    "soter-anchored": ("soter-cpu-64-anchored", ANCHORED, {}),
+    "soter-horizon": ("soter-cpu-64-horizon", False, {"control_beyond": "hold"}),
+    "soter-mixed": ("soter-cpu-64-mixed", False, {"control_beyond": "hold"}),
+    "soter-trend": ("soter-cpu-64-trend", False, {"control_beyond": "hold"}),
+    "soter-dt": ("soter-cpu-64-dt", False, {"control_beyond": "hold"}),
+    "soter-l1": ("soter-cpu-64-l1", False, {"control_beyond": "hold"}),
+    "soter-next": ("soter-cpu-64-next", False, {"control_beyond": "hold"}),
+    "soter-revert": ("soter-cpu-64-revert", False, {"control_beyond": "hold"}),
+    "soter-short": ("soter-cpu-64-short", False, {"control_beyond": "hold"}),
+    "soter-mse": ("soter-cpu-64-mse", False, {"control_beyond": "hold"}),
+    "soter-noaux": ("soter-cpu-64-noaux", ANCHORED, {"control_beyond": "hold"}),
+}
+
+
+def test_the_discovered_entries_equal_the_ones_registered_by_hand():
+    specs = {name: spec for name, spec in all_specs().items() if spec.default_weights}
+    assert set(specs) == set(REGISTERED_BY_HAND)
+    for name, (folder, default, options) in REGISTERED_BY_HAND.items():
+        spec = specs[name]
+        assert Path(resolve(spec.default_weights)()) == CHECKPOINTS / folder, name
+        assert spec.default == default, name
+        rollout = "autoregressive" if name == "soter-autoregressive" else "per-query"
+        assert spec.options == {"rollout": rollout, "name": name, **options}, name
+        assert spec.factory == "models.soter.adapter:load_soter"
+
+
+def _checkpoint_copy(tmp_path: Path, name: str) -> Path:
+    folder = tmp_path / "checkpoints" / "my-soter"
+    shutil.copytree(CHECKPOINTS / "soter-cpu-64", folder)
+    (folder / ENTRY_FILE).write_text(f'name = "{name}"\nsummary = "a checkpoint I trained"\n'
+                                     'default_tasks = []\n[options]\ncontrol_beyond = "hold"\n')
+    return folder
+
+
+def test_a_checkpoint_folder_is_an_entry_without_code(tmp_path):
+    """A folder with an entry.toml under $SOTER_BENCH_CHECKPOINTS is listed and ready (a fresh process: the
+    registry is read once per process)."""
+    folder = _checkpoint_copy(tmp_path, "soter-mine")
+    env = {**os.environ, EXTRA_ROOTS_ENV: str(folder.parent)}
+    out = subprocess.run([sys.executable, "-m", "harness", "list", "models"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, check=True).stdout
+    line = next(line for line in out.splitlines() if line.strip().startswith("soter-mine "))
+    assert "ready" in line
+    assert "checkpoint my-soter: a checkpoint I trained" in out
+    assert "soter-mine" not in subprocess.run([sys.executable, "-m", "harness", "list", "models"], cwd=ROOT,
+                                              capture_output=True, text=True, check=True).stdout
+
+
+def test_two_folders_claiming_one_name_are_one_clear_error(tmp_path):
+    _checkpoint_copy(tmp_path, "soter")
+    with pytest.raises(EntryError, match="entry 'soter' is also"):
+        discover([CHECKPOINTS, tmp_path / "checkpoints"])
+
+
+@pytest.mark.parametrize("text, message", [
+    ('summary = "x"\n', "name must be a non-empty string"),
+    ('name = "x"\nsummary = "x"\ncolour = "red"\n', "unknown field"),
+    ('name = "x"\nsummary = "x"\ndefault_tasks = ["forecast"]\n', "default_tasks: must be a list of tasks"),
+    ('name = "x"\nsummary = "x"\n[options]\nweights = "/elsewhere"\n', "options must be a table of"),
+    ('name = "x\n', "cannot be read"),
+])
+def test_a_malformed_entry_file_names_itself_and_the_problem(tmp_path, text, message):
+    (tmp_path / ENTRY_FILE).write_text(text)
+    with pytest.raises(EntryError, match=message) as err:
+        read_entry(tmp_path)
+    assert str(tmp_path / ENTRY_FILE) in str(err.value)
