@@ -69,8 +69,8 @@ def _run_cli(folder: Path, tmp_path: Path, models: list[str], *options: str) -> 
     # a value outside a Literal-annotated option's choices: before any work, not at load in every cell
     (["soter"], "soter.control_beyond=bogus", "soter.control_beyond: 'bogus' is not one of 'extrapolate', 'hold', "
                                               "'zero'"),
-    (["soter-mixed"], "soter-mixed.rollout=sideways", "'sideways' is not one of 'autoregressive', 'direct', "
-                                                     "'per-query'"),
+    (["soter-anchored"], "soter-anchored.rollout=sideways", "'sideways' is not one of 'autoregressive', 'direct', "
+                                                           "'per-query'"),
 ])
 def test_bad_options_stop_the_run_before_any_work(folder, tmp_path, capsys, models, option, message):
     assert main(_run_cli(folder, tmp_path, models, option)) == 2
@@ -191,7 +191,7 @@ def test_soter_option_choices_are_the_models_own():
     from models.soter.model import ROLLOUTS
     from models.soter.spline import BEYOND
 
-    for name in ("soter", "soter-anchored", "soter-mixed", "soter-autoregressive"):
+    for name in ("soter", "soter-anchored", "soter-autoregressive"):
         choices = get_spec(name).option_choices()
         assert choices == {"rollout": ROLLOUTS, "control_beyond": BEYOND}, name
     assert get_spec("soter-tiny-random").option_choices() == {"rollout": ROLLOUTS}

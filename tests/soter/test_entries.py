@@ -14,30 +14,18 @@ from models.registry import all_specs, resolve
 from models.soter.entries import CHECKPOINTS, ENTRY_FILE, EXTRA_ROOTS_ENV, EntryError, discover, read_entry
 
 ROOT = Path(__file__).resolve().parents[2]
-ANCHORED = ("forecasting",)
-# the SOTER registry as registration.py spelt it by hand before the entries were discovered from their folders
-# (name: default weights folder, default runs, options beyond rollout and name)
-REGISTERED_BY_HAND = {
+# the shipped entries: name -> (default weights folder, default runs, options beyond rollout and name)
+SHIPPED = {
     "soter": ("soter-cpu-64", True, {}),
     "soter-autoregressive": ("soter-cpu-64", False, {}),
-    "soter-anchored": ("soter-cpu-64-anchored", ANCHORED, {}),
-    "soter-horizon": ("soter-cpu-64-horizon", False, {"control_beyond": "hold"}),
-    "soter-mixed": ("soter-cpu-64-mixed", False, {"control_beyond": "hold"}),
-    "soter-trend": ("soter-cpu-64-trend", False, {"control_beyond": "hold"}),
-    "soter-dt": ("soter-cpu-64-dt", False, {"control_beyond": "hold"}),
-    "soter-l1": ("soter-cpu-64-l1", False, {"control_beyond": "hold"}),
-    "soter-next": ("soter-cpu-64-next", False, {"control_beyond": "hold"}),
-    "soter-revert": ("soter-cpu-64-revert", False, {"control_beyond": "hold"}),
-    "soter-short": ("soter-cpu-64-short", False, {"control_beyond": "hold"}),
-    "soter-mse": ("soter-cpu-64-mse", False, {"control_beyond": "hold"}),
-    "soter-noaux": ("soter-cpu-64-noaux", ANCHORED, {"control_beyond": "hold"}),
+    "soter-anchored": ("soter-cpu-64-noaux", ("forecasting",), {"control_beyond": "hold"}),
 }
 
 
-def test_the_discovered_entries_equal_the_ones_registered_by_hand():
+def test_the_shipped_entries_are_the_faithful_and_one_departing():
     specs = {name: spec for name, spec in all_specs().items() if spec.default_weights}
-    assert set(specs) == set(REGISTERED_BY_HAND)
-    for name, (folder, default, options) in REGISTERED_BY_HAND.items():
+    assert set(specs) == set(SHIPPED)
+    for name, (folder, default, options) in SHIPPED.items():
         spec = specs[name]
         assert Path(resolve(spec.default_weights)()) == CHECKPOINTS / folder, name
         assert spec.default == default, name
@@ -86,3 +74,14 @@ def test_a_malformed_entry_file_names_itself_and_the_problem(tmp_path, text, mes
     with pytest.raises(EntryError, match=message) as err:
         read_entry(tmp_path)
     assert str(tmp_path / ENTRY_FILE) in str(err.value)
+
+
+def test_the_lineage_table_in_the_docs_is_generated_from_its_data():
+    from models.soter import lineage
+
+    assert lineage.markdown() in (ROOT / "docs" / "soter.md").read_text()
+    rows = lineage.rows()
+    in_tree = {r["checkpoint"] for r in rows if r["where"] == "in the tree"}
+    assert in_tree == {e.folder.name for e in discover().values()}  # every other one left the tree
+    known = {r["checkpoint"] for r in rows}
+    assert all(e.parent in known | {""} for e in discover().values())

@@ -29,4 +29,4 @@ def test_every_entry_loads_its_own_shipped_checkpoint(name):
 
 def test_the_factory_without_weights_is_one_clear_error():
     with pytest.raises(ValueError, match="no checkpoint given"):
-        load_soter(name="soter-short")
+        load_soter(name="soter-anchored")

@@ -18,10 +18,6 @@ SHIPPED_ENTRIES = discover()
 SHIPPED = faithful_entry().folder
 SHIPPED_NAME = SHIPPED.name
 DEPARTING = [name for name, e in SHIPPED_ENTRIES.items() if not e.faithful]
-# superseded in the default forecasting run by a later fine-tune of the same line (rules V4, V5, V7, V8, V10, V11,
-# V12, V13, V14 in docs/soter-anchored-rules.md); every other shipped entry runs there
-SUPERSEDED = {"soter-horizon", "soter-mixed", "soter-trend", "soter-dt", "soter-l1", "soter-next", "soter-revert",
-              "soter-short", "soter-mse"}
 
 
 @pytest.mark.parametrize("folder", [e.folder for e in SHIPPED_ENTRIES.values()],
@@ -46,28 +42,21 @@ def test_shipped_files_are_intact_and_within_the_size_limits(folder):
 
 def test_list_models_says_which_soter_is_the_papers_recipe():
     assert "the paper's recipe" in get_spec("soter").description
-    assert {"soter-anchored", "soter-trend", "soter-dt", "soter-l1", "soter-next", "soter-revert",
-            "soter-short", "soter-mse", "soter-noaux"} <= set(DEPARTING)
+    assert DEPARTING == ["soter-anchored"]  # one departing entry (issue #44)
     for departing in DEPARTING:
         assert "DEPARTING FROM THE PAPER" in get_spec(departing).description
         assert get_spec(departing).status()[0] == READY
 
 
-def test_every_shipped_soter_is_in_the_default_forecasting_run_and_only_there_for_the_new_one():
-    """Issue #26: the shipped entries run by default in forecasting (but those a later fine-tune of the same line
-    superseded: soter-horizon by soter-mixed's rule V4, soter-mixed by soter-trend's rule V5, soter-trend by
-    soter-dt's rule V7, soter-dt by soter-l1's rule V8, soter-l1 by soter-next's rule V10, soter-next by soter-revert's rule V11, soter-revert by soter-short's rule V12, soter-short by soter-mse's rule V13, soter-mse by soter-noaux's rule V14); the departing entries stay opt-in
-    for the slower default imputation, noise and classification runs, and `list` says so."""
+def test_two_soter_rows_by_default_and_the_departing_one_in_forecasting_only():
+    """Issue #44: the default forecasting run shows the paper's recipe and one departing entry; the departing entry
+    stays opt-in for the slower default imputation, noise and classification runs, and `list` says so."""
     from harness.run.runner import default_models
 
-    forecasting = set(default_models("forecasting"))
-    assert SUPERSEDED < set(SHIPPED_ENTRIES) and not SUPERSEDED & forecasting
-    assert set(SHIPPED_ENTRIES) - SUPERSEDED == {"soter", "soter-anchored", "soter-noaux"} <= forecasting
+    assert [m for m in default_models("forecasting") if m.startswith("soter")] == ["soter", "soter-anchored"]
     for task in ("imputation", "noise", "classification"):
-        assert "soter" in default_models(task)
-        assert not set(DEPARTING) & set(default_models(task))
-    for name in set(SHIPPED_ENTRIES) - SUPERSEDED - {"soter"}:
-        assert get_spec(name).default_label() == "[default: forecasting]"
+        assert [m for m in default_models(task) if m.startswith("soter")] == ["soter"]
+    assert get_spec("soter-anchored").default_label() == "[default: forecasting]"
     assert get_spec("soter").default_label() == "[default]"
 
 

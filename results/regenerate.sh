@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The committed results set (issue #44): one folder per evaluation, every model's rows once, keyed by model.
+# Model cards cite these folders; `python -m harness table TASK --out results/FOLDER` renders their tables.
+# Finished cells are cached: a new model adds only its own rows (add it to the lists below and rerun).
+#
+#   bash results/regenerate.sh [FOLDER ...]      # default: every folder; run from the repository root
+#
+# Afterwards only SOTER's per-window errors stay (the baselines' are recomputed in seconds when `table --stats`
+# needs them: `python -m harness run TASK ... --models BASELINE --rerun` with the folder's own flags).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+FORECAST="soter soter-anchored soter-autoregressive last-value window-mean drift seasonal-naive auto-ets auto-theta fracast"
+WANT=("$@")
+[ ${#WANT[@]} -eq 0 ] && WANT=(cohort mitbih-100 imputation noise classification)
+for folder in "${WANT[@]}"; do
+    case "$folder" in
+        cohort) python -m harness run forecasting --models $FORECAST --out results/cohort --no-progress ;;
+        mitbih-100) python -m harness run forecasting --dataset mitbih:blocks=6 --data-root ../shared/data/wfdb \
+                        --models $FORECAST --out results/mitbih-100 --no-progress ;;
+        imputation) python -m harness run imputation --models soter soter-anchored locf linear-extrapolation \
+                        --seeds 0 1 2 --out results/imputation --no-progress ;;
+        noise) python -m harness run noise --models soter soter-anchored last-value --max-windows-per-subject 4 \
+                   --out results/noise --no-progress ;;
+        classification) python -m harness run classification --models soter soter-anchored stat-features \
+                            --seeds 0 --budgets 1 5 --out results/classification --no-progress ;;
+        *) echo "unknown results folder: $folder" >&2; exit 2 ;;
+    esac
+    python - "results/$folder" <<'PY'
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+folder = Path(sys.argv[1])
+rows = pd.read_csv(folder / "records.csv", dtype=str)
+keep = set(rows.loc[rows["model"].str.startswith("soter"), "key"])
+for f in (folder / "window_errors").glob("*.npz"):
+    if f.stem not in keep:
+        f.unlink()
+PY
+done
