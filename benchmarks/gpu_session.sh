@@ -5,13 +5,14 @@
 # ship.tar.part-NN (the trained slice, parts of 15 MiB).
 #
 # Here, first (docs/soter-training.md, "A GPU session, step by step"):
-#   bash benchmarks/device_tree.sh slim && bash benchmarks/gpu_bundle.sh CORPUS VALCORPUS && bash benchmarks/device_tree.sh size
+#   bash benchmarks/gpu_bundle.sh CORPUS VALCORPUS   (the checkout itself is small enough to travel)
 # There, one `run` call (carry [".gpu"], timeout_s about 420):
 #   bash benchmarks/gpu_session.sh
-# Here, after it: bash benchmarks/device_tree.sh restore; tar -xf FILES_AT/logs.tar -C DIR;
+# Here, after it: tar -xf FILES_AT/logs.tar -C DIR;
 #   cat FILES_AT/ship.tar.part-* | tar -x -C DIR
 #
-# Settings (environment): GPU_DIR (default .gpu: what gpu_bundle.sh packed), STAGES (default "environment
+# Settings (environment): RECIPE (default models/soter/recipes/soter-anchored-v14a.toml: the slice's training recipe),
+# GPU_DIR (default .gpu: what gpu_bundle.sh packed), STAGES (default "environment
 # cuda-tests bench train": which to run), TRAIN_SECONDS (default 150: the slice's training time, calibrated from a
 # short run), MODEL (soter-small), BATCH (32), SEED (42), DEVICE (cuda; cpu for a dry run here: the slice trains on
 # CUDA whenever torch sees it), WORK (/tmp/gpu_session), PYTHON (python3), EXTRA_FIT_FLAGS (appended to the
@@ -22,6 +23,7 @@ OUT=${OUT:?set OUT: the folder whose files come back}
 ROOT=$(pwd)
 W=${WORK:-/tmp/gpu_session}
 TRAIN_SECONDS=${TRAIN_SECONDS:-150}
+RECIPE=${RECIPE:-models/soter/recipes/soter-anchored-v14a.toml}
 MODEL=${MODEL:-soter-small}
 BATCH=${BATCH:-32}
 SEED=${SEED:-42}
@@ -68,12 +70,10 @@ if ! want train; then
     log "training slice not asked for (STAGES=$STAGES)"
 elif [ -f "$GPU_DIR/corpus.tar.xz" ]; then
     mkdir -p "$W/data" && tar -C "$W/data" -xJf "$GPU_DIR/corpus.tar.xz"
-    FIT=(-m models.soter.training.train fit --model "$MODEL" --corpus "$W/data/corpus" --batch-size "$BATCH"
-         --max-length 256 --min-length 64 --min-context 32 --max-target-offset 64 --next-step-prob 0.5
-         --targets-per-window 8 --missing-rate 0.5 --dataset-weighting sqrt --lr 3e-4 --warmup-steps 200
-         --input-scaling window --value-embedding true --output-skip damped-trend --field-dt true
-         --mean-reversion true --short-trend-points 3 --aux-absolute-weight 0.5 --huber-delta 2.0
-         --trend-head-lr 1e-2 --reversion-head-lr 1e-2 --short-trend-head-lr 1e-2 --seed "$SEED" --log-every 25)
+    # the recipe file (models/soter/recipes/), at MODEL's size and from scratch: its fine-tuning rate, seed and
+    # logging replaced by a from-scratch run's
+    FIT=(-m models.soter.training.train fit --recipe "$RECIPE" --model "$MODEL" --corpus "$W/data/corpus"
+         --batch-size "$BATCH" --lr 3e-4 --warmup-steps 200 --aux-absolute-weight 0.5 --seed "$SEED" --log-every 25)
     [ -d "$W/data/valcorpus" ] && FIT+=(--val-corpus "$W/data/valcorpus" --val-batches 8)
     # calibrate: 50 steps give the step rate of this machine and recipe; the slice's cosine then ends on time
     stage train-calibrate 120 $PY "${FIT[@]}" --steps 50 --out "$W/calibrate" --checkpoint-every 1000 --val-every 1000 \

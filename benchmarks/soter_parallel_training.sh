@@ -13,11 +13,8 @@ RUNS=${3:-2}
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 fit() {  # fit OUT SEED
-    OMP_NUM_THREADS=1 python -m models.soter.training.train fit --model soter-cpu-64 --corpus "$CORPUS" --out "$1" \
-        --steps "$STEPS" --batch-size 8 --max-length 256 --min-length 64 --min-context 32 --max-target-offset 64 \
-        --next-step-prob 0.5 --targets-per-window 8 --missing-rate 0.5 --dataset-weighting sqrt \
-        --input-scaling window --value-embedding true --output-skip damped-trend --field-dt true \
-        --mean-reversion true --short-trend-points 3 --log-every "$STEPS" --checkpoint-every 100000 --seed "$2" \
+    OMP_NUM_THREADS=1 python -m models.soter.training.train fit --recipe models/soter/recipes/soter-anchored-v14a.toml \
+        --corpus "$CORPUS" --out "$1" --steps "$STEPS" --log-every "$STEPS" --checkpoint-every 100000 --seed "$2" \
         > "$1.log" 2>&1
 }
 rate() { python -c "import csv; print(round(float(list(csv.DictReader(open('$1/train_log.csv')))[-1]['steps_per_s']), 2))"; }

@@ -48,7 +48,8 @@ def studies(tmp_path_factory) -> Path:
 
     def cfg(out: str, steps: int = 1) -> TrainConfig:
         return TrainConfig(model="soter-tiny", corpus=str(corpus), out=str(root / out), steps=steps, batch_size=2,
-                           max_length=32, min_length=16, checkpoint_every=steps, log_every=1, solver="rk4")
+                           max_length=32, min_length=16, checkpoint_every=steps, log_every=1,
+                           model_options={"solver": "rk4"})
 
     forecasting = dict(datasets=(str(toy),), max_windows_per_subject=1, log=_quiet)
     train(cfg("ablation"), TRAINED_ABLATION, log=_quiet)
@@ -220,11 +221,11 @@ def test_the_authors_checkpoint_is_compared_with_the_papers_soter_rows(tmp_path)
 
 
 def test_a_sensitivity_variant_trains_with_its_own_solver_whatever_solver_is_given(tmp_path):
-    """`--solver rk4` (handy for the other studies) must not turn the grid's dopri5 runs into rk4 runs:
-    the trainer applies ``TrainConfig.solver`` after the variant's model config."""
+    """`--model-option solver=rk4` (handy for the other studies) must not turn the grid's dopri5 runs into rk4 runs:
+    the variant's model options go over the run's."""
     from harness.studies.runners import variant_configs
 
-    base = TrainConfig(model="soter-tiny", out=str(tmp_path), solver="rk4")
+    base = TrainConfig(model="soter-tiny", out=str(tmp_path), model_options={"solver": "rk4"})
     for name, solver in (("loop-dopri5-1e-04", "dopri5"), ("parallel-rk4", "rk4"), ("full", "rk4")):
         train_cfg, model_cfg = variant_configs(name, base)
-        assert model_cfg.solver == solver and train_cfg.solver == solver, name
+        assert model_cfg.solver == solver and train_cfg.model_config().solver == solver, name

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from models.soter.config import ConfigError, SoterConfig, preset
+from models.soter.config import ConfigError, SoterConfig
 from models.soter.training.config import TrainConfig
 
 
@@ -86,22 +86,19 @@ OUTPUTS = {"ablation": "ablation_records.csv", "sensitivity": "sensitivity.csv",
 
 
 def variant_configs(name: str, base: TrainConfig) -> tuple[TrainConfig, SoterConfig]:
+    """A variant's run and model: the variant's model options over the run's (so a `--model-option solver=rk4`
+    handy for the other studies never turns the sensitivity grid's dopri5 runs into rk4 runs)."""
     if name not in VARIANTS:
         raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
     v = VARIANTS[name]
-    model = preset(base.model)
-    if base.solver:
-        model = dataclasses.replace(model, solver=base.solver)
-    overrides = dict(v.model)
+    overrides = {**base.model_options, **v.model}
     if v.cd_ordinal is not None:
-        if v.cd_ordinal > model.num_layers:
-            raise ConfigError(f"{v.label}: {base.model} has only {model.num_layers} layers")
+        layers = base.model_config().num_layers
+        if v.cd_ordinal > layers:
+            raise ConfigError(f"{v.label}: {base.model} has only {layers} layers")
         overrides["cd_layer"] = v.cd_ordinal - 1
-    model = dataclasses.replace(model, **overrides)
-    train = dataclasses.replace(base, out=str(Path(base.out) / name), **v.train)
-    if "solver" in v.model:  # the variant's solver, not --solver (the trainer applies TrainConfig.solver last)
-        train = dataclasses.replace(train, solver=v.model["solver"])
-    return train, model
+    train = dataclasses.replace(base, out=str(Path(base.out) / name), model_options=overrides, **v.train)
+    return train, train.model_config()
 
 
 def train(base: TrainConfig, names: list[str], log=print) -> dict[str, Path]:
@@ -249,7 +246,7 @@ def evaluate_sensitivity(out: Path, names: list[str], dataset: str, samples: int
 
 
 def main(argv: list[str] | None = None) -> int:
-    from models.soter.training.train import _add_config_flags
+    from models.soter.training.train import _add_config_flags, config_from_args
 
     p = argparse.ArgumentParser(prog="python -m harness.studies", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -276,12 +273,14 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"{args.study} has no variant(s) {sorted(set(args.variants) - set(known))}; known: "
                 f"{', '.join(known) or 'none to choose'}")
     if args.command == "train":
-        values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)}
+        try:
+            base = config_from_args(args)
+        except ValueError as exc:
+            p.error(str(exc))
         if args.study == "corpus-matched":
-            train_corpus_matched(TrainConfig.from_dict(values), args.scratch_architecture, args.scratch_horizon,
-                                 args.scratch_config_json)
+            train_corpus_matched(base, args.scratch_architecture, args.scratch_horizon, args.scratch_config_json)
         else:
-            train(TrainConfig.from_dict(values), args.variants or list(STUDIES[args.study]))
+            train(base, args.variants or list(STUDIES[args.study]))
         return 0
     forecasting = (tuple(args.dataset), args.data_root, args.max_windows_per_subject)
     if args.study == "ablation":

@@ -153,6 +153,20 @@ class SoterConfig:
             data["decoder_hidden"] = tuple(data["decoder_hidden"])
         return cls(**data)
 
+    @classmethod
+    def options(cls, given: dict[str, Any]) -> dict[str, Any]:
+        """Model options (field -> value) checked and typed against the fields: an unknown name is an error that
+        lists the known ones, a string (a command-line value) becomes the field's type ("true", "3", "1e-2",
+        "none" for an optional int, "64,64" for a tuple). The values themselves are checked when a config is
+        built with them (``__post_init__``)."""
+        if not isinstance(given, dict):
+            raise ConfigError(f"model options must be a mapping of SoterConfig fields, got {type(given).__name__}")
+        defaults = {f.name: getattr(cls(), f.name) for f in fields(cls)}
+        unknown = sorted(set(given) - set(defaults))
+        if unknown:
+            raise ConfigError(f"unknown SOTER model option(s) {unknown}; known: {', '.join(sorted(defaults))}")
+        return {name: _typed(name, value, defaults[name]) for name, value in given.items()}
+
     def save(self, path: Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
 
@@ -165,6 +179,33 @@ class SoterConfig:
 
     def replace(self, **changes: Any) -> "SoterConfig":
         return replace(self, **changes)
+
+
+def _typed(name: str, value: Any, default: Any) -> Any:
+    """``value`` as the type of the field's default (see :meth:`SoterConfig.options`)."""
+    try:
+        if isinstance(default, bool):
+            if isinstance(value, str):
+                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError(value)
+                return value.lower() in ("true", "1", "yes")
+            if not isinstance(value, bool):
+                raise ValueError(value)
+            return value
+        if isinstance(default, tuple):
+            items = value.split(",") if isinstance(value, str) else list(value)
+            return tuple(type(default[0])(v) for v in items) if default else tuple(items)
+        if default is None or name == "cd_layer":  # an optional int
+            return None if value in (None, "none", "None", "") else int(value)
+        if isinstance(default, int):
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(value)
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+        return str(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"model option {name}: {value!r} is not a {type(default).__name__}") from exc
 
 
 PRESETS: dict[str, SoterConfig] = {

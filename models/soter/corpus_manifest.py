@@ -46,14 +46,26 @@ class CorpusSource:
     role: str  # "training" or "validation" (held-out loss only)
 
 
+def portable_path(path: str | Path) -> str:
+    """A path as a shipped file records it: relative to the working directory when inside it, else the folder's own
+    name, so that no path of the machine that trained a checkpoint ends up in the project (issue #44)."""
+    path = Path(path)
+    if not path.is_absolute():
+        return path.as_posix()
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.name
+
+
 def manifest_from_corpus(corpus: Path, val_corpus: Path | None = None) -> dict[str, Any]:
     """The manifest of a corpus folder (and of the validation corpus): what ``ship`` writes."""
     from datetime import datetime, timezone
 
-    out: dict[str, Any] = {"corpus": str(corpus), "written": datetime.now(timezone.utc).date().isoformat(),
+    out: dict[str, Any] = {"corpus": portable_path(corpus), "written": datetime.now(timezone.utc).date().isoformat(),
                            "datasets": _datasets(Path(corpus))}
     if val_corpus:
-        out["val_corpus"] = str(val_corpus)
+        out["val_corpus"] = portable_path(val_corpus)
         out["val_datasets"] = _datasets(Path(val_corpus))
     return out
 

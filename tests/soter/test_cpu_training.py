@@ -3,6 +3,7 @@ options reproduce the paper's batch when off, per-query decoding, held-out loss,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,14 +11,16 @@ import numpy as np
 import pytest
 import torch
 
-from models.soter.config import preset
 from models.soter.io import CheckpointError, from_pretrained, save_pretrained, write_checksums
 from models.soter.model import SoterModel
 from models.soter.moe import zero_missing_grads
+from models.soter.config import SoterConfig, preset
 from models.soter.training.config import TrainConfig
 from models.soter.training.corpus import open_corpus, synthetic_stream, write_dataset
 from models.soter.training.sampler import WindowSampler
 from models.soter.training.trainer import Trainer
+
+SOTER_FIELDS = {f.name for f in dataclasses.fields(SoterConfig)}  # what _cfg passes as model options
 
 TINY = preset("soter-tiny")
 
@@ -30,10 +33,12 @@ def val_corpus(tmp_path_factory) -> Path:
 
 
 def _cfg(corpus: Path, out: Path, **kw) -> TrainConfig:
+    """The test run's config; keyword arguments named like SoterConfig fields are its model options."""
     base = dict(model="soter-tiny", corpus=str(corpus), out=str(out), steps=4, batch_size=3, max_length=40,
                 min_length=16, warmup_steps=2, log_every=1, checkpoint_every=2, eval_every=1000, seed=42,
                 lr=3e-3)
-    return TrainConfig(**{**base, **kw})
+    options = {k: kw.pop(k) for k in list(kw) if k in SOTER_FIELDS}
+    return TrainConfig(**{**base, **kw, "model_options": {**kw.pop("model_options", {}), **options}})
 
 
 # -- grouped experts in single-process training == dense ------------------------------------------
@@ -213,7 +218,9 @@ def test_shipped_summary_names_where_the_training_config_changed(corpus, tmp_pat
         "steps": [2, 4], "max_target_offset": [1, 8], "targets_per_window": [1, 3]}}]
     # issue #35: the shipped folder lists the exact corpus it trained on (the overlap registry reads it)
     manifest = json.loads((tmp_path / "shipped" / "CORPUS.json").read_text())
-    assert manifest["corpus"] == str(corpus) and "val_corpus" not in manifest
+    # issue #44: no path of the training machine in a shipped folder (outside the working directory: the folder's name)
+    assert manifest["corpus"] == corpus.name == summary["train_config"]["corpus"] and "val_corpus" not in manifest
+    assert str(tmp_path) not in (tmp_path / "shipped" / "TRAINING.json").read_text()
     assert [d["name"] for d in manifest["datasets"]] == ["synthetic-stream-1000"]
     assert manifest["datasets"][0]["recordings"][:2] == ["S01_rest", "S01_mental_stress"]
 

@@ -191,7 +191,7 @@ def test_trend_head_lr_gives_the_head_its_own_rate(corpus, tmp_path):
     from models.soter.training.trainer import Trainer
 
     options = dict(input_scaling="window", value_embedding=True, output_skip="damped-trend")
-    trainer = Trainer(_cfg(corpus, tmp_path / "run", trend_head_lr=3e-2, lr=1e-3, **options))
+    trainer = Trainer(_cfg(corpus, tmp_path / "run", group_lr={"trend_head": 3e-2}, lr=1e-3, **options))
     rest, head = trainer.opt.param_groups
     assert [p is q for p, q in zip(head["params"], trainer.model.trend_head.parameters())] == [True, True]
     assert len(rest["params"]) + 2 == len(list(trainer.model.parameters()))
@@ -200,5 +200,5 @@ def test_trend_head_lr_gives_the_head_its_own_rate(corpus, tmp_path):
     trainer.fit(log=lambda m: None)
     assert not torch.equal(trainer.model.trend_head.bias, before)
     assert len(Trainer(_cfg(corpus, tmp_path / "plain", **options)).opt.param_groups) == 1  # 0: one group
-    with pytest.raises(ValueError, match="damped-trend head"):
-        Trainer(_cfg(corpus, tmp_path / "nohead", trend_head_lr=3e-2))
+    with pytest.raises(ValueError, match="no submodule .trend_head."):
+        Trainer(_cfg(corpus, tmp_path / "nohead", group_lr={"trend_head": 3e-2}))

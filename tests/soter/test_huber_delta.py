@@ -1,4 +1,4 @@
-"""`--huber-delta` (rule V8 in docs/soter-anchored-rules.md): the training loss's delta, stored in the checkpoint's
+"""The `huber_delta` model option (rule V8 in docs/soter-anchored-rules.md): the training loss's delta, stored in the checkpoint's
 config.json; the loss uses it; a run may start from weights trained with another delta (the loss is not the model)."""
 
 from __future__ import annotations
@@ -17,10 +17,8 @@ from tests.soter.test_recipe_options import _window
 
 
 def test_the_flag_sets_the_model_configs_delta_and_zero_keeps_the_presets():
-    assert TrainConfig(huber_delta=0.01).model_overrides() == {"huber_delta": 0.01}
-    assert "huber_delta" not in TrainConfig().model_overrides()
-    with pytest.raises(ValueError, match="huber_delta"):
-        TrainConfig(huber_delta=-1.0)
+    assert TrainConfig(model_options={"huber_delta": "0.01"}).model_options == {"huber_delta": 0.01}
+    assert TrainConfig().model_config().huber_delta == 2.0  # the preset's
 
 
 @pytest.mark.parametrize("delta", [2.0, 0.01, 1e-4])

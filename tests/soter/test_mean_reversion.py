@@ -104,7 +104,7 @@ def test_config_round_trip_faithfulness_and_extension_rules(tmp_path):
 def test_a_run_starts_from_a_checkpoint_without_it_and_trains_the_head_at_its_own_rate(corpus, tmp_path):
     plain, _ = _pair()
     save_pretrained(plain, tmp_path / "parent")
-    cfg = _cfg(corpus, tmp_path / "run", **BASE, mean_reversion=True, reversion_head_lr=0.05, trend_head_lr=0.01,
+    cfg = _cfg(corpus, tmp_path / "run", **BASE, mean_reversion=True, group_lr={"reversion_head": 0.05, "trend_head": 0.01},
                init_weights=str(tmp_path / "parent"))
     trainer = Trainer(cfg, device="cpu")
     assert trainer.model.config.mean_reversion
@@ -118,6 +118,7 @@ def test_a_run_starts_from_a_checkpoint_without_it_and_trains_the_head_at_its_ow
     before = trainer.model.reversion_head.bias.detach().clone()
     trainer.train_step()
     assert not torch.equal(before, trainer.model.reversion_head.bias.detach())  # the head gets a gradient
-    with pytest.raises(ValueError, match="--reversion-head-lr needs a model with the mean-reversion head"):
-        Trainer(_cfg(corpus, tmp_path / "x", **BASE, reversion_head_lr=0.05), device="cpu")
-    assert TrainConfig(mean_reversion=True, output_skip="last-value").model_overrides()["mean_reversion"] is True
+    with pytest.raises(ValueError, match="group_lr: this model has no submodule .reversion_head."):
+        Trainer(_cfg(corpus, tmp_path / "x", **BASE, group_lr={"reversion_head": 0.05}), device="cpu")
+    options = dict(mean_reversion="true", output_skip="last-value")  # as --model-option gives them
+    assert TrainConfig(model_options=options).model_config().mean_reversion is True

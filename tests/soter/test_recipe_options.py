@@ -165,13 +165,13 @@ def test_training_config_sets_the_model_options(tmp_path, corpus):
     from models.soter.training.trainer import Trainer
 
     cfg = TrainConfig(model="soter-tiny", corpus=str(corpus), out=str(tmp_path / "run"), steps=2, max_length=32,
-                      min_length=32, batch_size=2, input_scaling="window", value_embedding=True,
-                      output_skip="last-value", aux_absolute_weight=0.5, checkpoint_every=2, log_every=1)
+                      min_length=32, batch_size=2, aux_absolute_weight=0.5, checkpoint_every=2, log_every=1,
+                      model_options=dict(input_scaling="window", value_embedding=True, output_skip="last-value"))
     trainer = Trainer(cfg)
     assert trainer.model.config.output_skip == "last-value" and trainer.model.value_path is not None
     trainer.fit(log=lambda *_: None)
     assert from_pretrained(tmp_path / "run" / "checkpoint-00000002").config == trainer.model.config
-    assert TrainConfig().model_overrides() == {}
+    assert TrainConfig().model_options == {} and TrainConfig().model_config() == preset("soter-small")
     with pytest.raises(ValueError, match="aux_absolute_weight"):
         TrainConfig(aux_absolute_weight=-1)
 

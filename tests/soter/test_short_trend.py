@@ -92,7 +92,7 @@ def test_config_round_trip_faithfulness_and_extension_rules(tmp_path):
 def test_a_run_starts_from_a_checkpoint_without_it_and_trains_the_head_at_its_own_rate(corpus, tmp_path):
     plain, _ = _pair()
     save_pretrained(plain, tmp_path / "parent")
-    cfg = _cfg(corpus, tmp_path / "run", **BASE, short_trend_points=3, short_trend_head_lr=0.05,
+    cfg = _cfg(corpus, tmp_path / "run", **BASE, short_trend_points=3, group_lr={"short_trend_head": 0.05},
                init_weights=str(tmp_path / "parent"))
     trainer = Trainer(cfg, device="cpu")
     for name, value in plain.state_dict().items():
@@ -103,6 +103,7 @@ def test_a_run_starts_from_a_checkpoint_without_it_and_trains_the_head_at_its_ow
     before = trainer.model.short_trend_head.bias.detach().clone()
     trainer.train_step()
     assert not torch.equal(before, trainer.model.short_trend_head.bias.detach())
-    with pytest.raises(ValueError, match="--short-trend-head-lr needs a model with the short-trend head"):
-        Trainer(_cfg(corpus, tmp_path / "x", **BASE, short_trend_head_lr=0.05), device="cpu")
-    assert TrainConfig(short_trend_points=2, output_skip="last-value").model_overrides()["short_trend_points"] == 2
+    with pytest.raises(ValueError, match="group_lr: this model has no submodule 'short_trend_head'"):
+        Trainer(_cfg(corpus, tmp_path / "x", **BASE, group_lr={"short_trend_head": 0.05}), device="cpu")
+    options = dict(short_trend_points="2", output_skip="last-value")  # as --model-option gives them
+    assert TrainConfig(model_options=options).model_config().short_trend_points == 2

@@ -23,8 +23,9 @@ def test_each_variant_changes_only_what_the_paper_names(tmp_path):
     def diff(name):
         t, m = variant_configs(name, base)
         model = {f.name for f in dataclasses.fields(m) if getattr(m, f.name) != getattr(full_model, f.name)}
-        train_ = {f.name for f in dataclasses.fields(t) if getattr(t, f.name) != getattr(full_train, f.name)} - {"out"}
-        return m, model, train_
+        train_ = {f.name for f in dataclasses.fields(t) if getattr(t, f.name) != getattr(full_train, f.name)}
+        assert t.model_config() == m  # the run trains the variant's model (its options are the run's model options)
+        return m, model, train_ - {"out", "model_options"}
 
     m, model, tr = diff("no-cd")
     assert model == {"cd_layer"} and m.cd_layer is None and not tr
@@ -50,7 +51,8 @@ def test_train_then_evaluate_gathers_records_per_variant(tmp_path, monkeypatch):
     corpus = tmp_path / "corpus"
     write_dataset(synthetic_stream(n_subjects=2, seconds_per_state=6, seed=1000), corpus)
     base = TrainConfig(model="soter-tiny", corpus=str(corpus), out=str(tmp_path / "abl"), steps=1, batch_size=2,
-                       max_length=32, min_length=16, checkpoint_every=1, log_every=1, solver="rk4")
+                       max_length=32, min_length=16, checkpoint_every=1, log_every=1,
+                       model_options={"solver": "rk4"})
     done = train(base, ["full", "no-cd"], log=lambda line: None)
     assert set(done) == {"full", "no-cd"} and all((d / "config.json").is_file() for d in done.values())
     data = tmp_path / "toy"

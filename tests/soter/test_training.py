@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -13,10 +14,13 @@ import torch
 
 from models.soter.io import CheckpointError, from_pretrained
 from models.soter.training import corpus as corpus_mod
+from models.soter.config import SoterConfig, preset
 from models.soter.training.config import TrainConfig
 from models.soter.training.corpus import CorpusError, open_corpus, synthetic_stream, wfdb_datasets, write_dataset
 from models.soter.training.sampler import WindowSampler
 from models.soter.training.trainer import Trainer, batch_loss, lr_factor
+
+SOTER_FIELDS = {f.name for f in dataclasses.fields(SoterConfig)}  # what _cfg passes as model options
 
 REPO = Path(__file__).resolve().parents[2]
 # Two local workers; `--standalone` lets torchrun's rendezvous take a free port, so two launches in a row (or two
@@ -26,9 +30,11 @@ WFDB = REPO.parent / "shared" / "data" / "wfdb"
 
 
 def _cfg(corpus: Path, out: Path, **kw) -> TrainConfig:
+    """The test run's config; keyword arguments named like SoterConfig fields are its model options."""
     base = dict(model="soter-tiny", corpus=str(corpus), out=str(out), steps=4, batch_size=2, max_length=48,
                 min_length=16, warmup_steps=2, log_every=1, checkpoint_every=2, eval_every=1000, seed=42)
-    return TrainConfig(**{**base, **kw})
+    options = {k: kw.pop(k) for k in list(kw) if k in SOTER_FIELDS}
+    return TrainConfig(**{**base, **kw, "model_options": {**kw.pop("model_options", {}), **options}})
 
 
 def test_a_few_steps_lower_the_loss_on_a_fixed_batch(corpus, tmp_path):
@@ -86,7 +92,7 @@ def test_fit_sizes_the_numba_pool_by_omp_num_threads(corpus, tmp_path):
     def threads(out: str, **env: str) -> int:
         proc = subprocess.run([sys.executable, "-c", script, "fit", "--corpus", str(corpus), "--model", "soter-tiny",
                                "--steps", "1", "--max-length", "32", "--min-length", "16", "--batch-size", "2",
-                               "--solver", "rk4", "--out", str(tmp_path / out)],
+                               "--model-option", "solver=rk4", "--out", str(tmp_path / out)],
                               env={**clean, "PYTHONPATH": str(REPO), **env}, capture_output=True, text=True,
                               timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
@@ -136,7 +142,7 @@ def test_two_gloo_processes_equal_one_process_on_the_combined_batch(corpus, tmp_
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     common = ["fit", "--corpus", str(corpus), "--model", "soter-tiny", "--steps", "1", "--max-length", "48",
               "--min-length", "16", "--warmup-steps", "1", "--checkpoint-every", "1", "--log-every", "1",
-              "--lr", "1.0", "--eps", "1.0", "--weight-decay", "0.0", "--solver", "rk4"]
+              "--lr", "1.0", "--eps", "1.0", "--weight-decay", "0.0", "--model-option", "solver=rk4"]
     single = subprocess.run([sys.executable, "-m", "models.soter.training.train", *common, "--batch-size", "4",
                              "--out", str(tmp_path / "one")], env=env, capture_output=True, text=True, timeout=300)
     assert single.returncode == 0, single.stderr
@@ -144,7 +150,6 @@ def test_two_gloo_processes_equal_one_process_on_the_combined_batch(corpus, tmp_
                           "models.soter.training.train", *common, "--batch-size", "2", "--fsdp", str(parallel == "fsdp"),
                           "--out", str(tmp_path / "two")], env=env, capture_output=True, text=True, timeout=300)
     assert ddp.returncode == 0, ddp.stderr[-3000:]
-    from models.soter.config import preset
     from models.soter.model import SoterModel
 
     torch.manual_seed(42)
@@ -216,7 +221,7 @@ def test_fsdp_checkpoint_resumes_exactly(corpus, tmp_path):
     common = ["-m", "torch.distributed.run", *TORCHRUN_2, "-m",
               "models.soter.training.train", "fit", "--corpus", str(corpus), "--model", "soter-tiny", "--steps", "2",
               "--max-length", "32", "--min-length", "16", "--batch-size", "2", "--checkpoint-every", "1",
-              "--log-every", "1", "--solver", "rk4", "--fsdp", "true"]
+              "--log-every", "1", "--model-option", "solver=rk4", "--fsdp", "true"]
     straight = subprocess.run([sys.executable, *common, "--out", str(tmp_path / "a")], env=env, capture_output=True,
                               text=True, timeout=300)
     assert straight.returncode == 0, straight.stderr[-3000:]

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
+
+from models.soter.config import SoterConfig, preset
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     model: str = "soter-small"  # a preset name of models.soter.config
-    solver: str = ""  # decoder ODE solver for training (e.g. "rk4"); "" = the preset's (dopri5)
+    # the SoterConfig fields this run sets beyond its preset (``solver``, ``input_scaling``, ``huber_delta`` ...),
+    # validated and typed by SoterConfig.options, stored in the checkpoint's config.json (the one place a model option
+    # is written: a new option is a SoterConfig field, nothing here)
+    model_options: dict[str, Any] = field(default_factory=dict)
+    # parameter groups with their own learning rate: a submodule of SoterModel (e.g. "trend_head") -> its lr (the
+    # schedule scales every group alike). A head behind a zero-initialised layer moves about lr per step at the
+    # backbone's rate, too slowly for a fine-tune of a few thousand steps
+    group_lr: dict[str, float] = field(default_factory=dict)
     corpus: str = "corpus"  # folder written by `build_corpus`
     out: str = "runs/soter"  # checkpoints, logs, figure
     steps: int = 1000  # total optimisation steps (the cosine spans them)
@@ -42,29 +53,9 @@ class TrainConfig:
     # a new run (step 0, fresh optimizer and schedule) whose weights start from this SOTER checkpoint folder
     # (fine-tuning, or continuing on other hardware without the optimizer state); "" = random initialisation
     init_weights: str = ""
-    # beyond the paper: model options (SoterConfig fields of the same names; "" / "none" / False leave the
-    # preset's value) stored in the checkpoint's config.json, so the checkpoint runs as trained everywhere
-    input_scaling: str = ""
-    value_embedding: bool = False
-    output_skip: str = ""
-    field_dt: bool = False
-    mean_reversion: bool = False
-    short_trend_points: int = 0
-    # > 0 (with output_skip "last-value" or "damped-trend"): the absolute readout's Huber loss at the target and at t_T, times
-    # this weight, is added to the loss, so the readout keeps carrying the level (it cannot die)
+    # > 0 (with output_skip "last-value" or "damped-trend"): the absolute readout's Huber loss at the target and at
+    # t_T, times this weight, is added to the loss, so the readout keeps carrying the level (it cannot die)
     aux_absolute_weight: float = 0.0
-    # > 0 (with output_skip="damped-trend"): the trend head's learning rate (its own AdamW group; the schedule
-    # scales it like lr). Its two outputs sit behind a zero-initialised Linear(H, 2): at the backbone's lr they
-    # move about lr per step, too slowly for a fine-tune of a few thousand steps. 0 = lr
-    trend_head_lr: float = 0.0
-    # > 0 (with mean_reversion): the mean-reversion head's learning rate (its own AdamW group, as trend_head_lr)
-    reversion_head_lr: float = 0.0
-    # > 0 (with short_trend_points): the short-trend head's learning rate (its own AdamW group, as trend_head_lr)
-    short_trend_head_lr: float = 0.0
-    # > 0: the Huber loss's delta (SoterConfig.huber_delta, stored in config.json; training only). The preset's
-    # 2.0 on values MinMax-normalised to [0, 1] makes the loss exactly half the squared error: a small delta
-    # (say 0.01) makes it about |error| * delta, so MAE is trained too (rule V8). 0 = the preset's value
-    huber_delta: float = 0.0
     # held-out loss: a second corpus (e.g. other synthetic seeds), val_batches fixed batches every val_every steps
     val_corpus: str = ""
     val_every: int = 500
@@ -89,41 +80,69 @@ class TrainConfig:
             raise ValueError("missing_prob must be in [0, 1] and missing_rate in [0, 1)")
         if self.min_length > self.max_length:
             raise ValueError("min_length must not exceed max_length")
-        if min(self.aux_absolute_weight, self.trend_head_lr, self.reversion_head_lr, self.short_trend_head_lr,
-               self.huber_delta) < 0:
-            raise ValueError("aux_absolute_weight, the heads' learning rates and huber_delta must be >= 0")
+        if self.aux_absolute_weight < 0:
+            raise ValueError("aux_absolute_weight must be >= 0")
+        object.__setattr__(self, "model_options", SoterConfig.options(self.model_options))
+        bad = {k: v for k, v in self.group_lr.items() if not isinstance(v, (int, float)) or v <= 0}
+        if bad:
+            raise ValueError(f"group_lr: each group's learning rate must be a positive number, got {bad}")
+        object.__setattr__(self, "group_lr", {k: float(v) for k, v in self.group_lr.items()})
 
-    def model_overrides(self) -> dict[str, Any]:
-        """The SoterConfig fields this run sets beyond its preset (the options left at their defaults
-        keep the preset's values)."""
-        out: dict[str, Any] = {}
-        if self.input_scaling:
-            out["input_scaling"] = self.input_scaling
-        if self.value_embedding:
-            out["value_embedding"] = True
-        if self.output_skip:
-            out["output_skip"] = self.output_skip
-        if self.field_dt:
-            out["field_dt"] = True
-        if self.mean_reversion:
-            out["mean_reversion"] = True
-        if self.short_trend_points:
-            out["short_trend_points"] = self.short_trend_points
-        if self.huber_delta > 0:
-            out["huber_delta"] = self.huber_delta
-        return out
+    def model_config(self, base: SoterConfig | None = None) -> SoterConfig:
+        """The run's model: ``base`` (default: the preset ``model``) with this run's model options."""
+        return (preset(self.model) if base is None else base).replace(**self.model_options)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
+        data = _from_legacy(dict(data))
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"unknown training config field(s) {unknown}")
-        data = dict(data)
         for key in ("betas", "exposure_marks"):
             if key in data:
                 data[key] = tuple(data[key])
         return cls(**data)
+
+
+# fields of TRAINING.json and trainer states written before model options had one place (2026-11-27): each SoterConfig
+# field was mirrored here, each head had its own learning-rate field. Read, never written.
+_LEGACY_MODEL = {"solver": "", "input_scaling": "", "value_embedding": False, "output_skip": "", "field_dt": False,
+                 "mean_reversion": False, "short_trend_points": 0, "huber_delta": 0.0}
+_LEGACY_LR = {"trend_head_lr": "trend_head", "reversion_head_lr": "reversion_head",
+              "short_trend_head_lr": "short_trend_head"}
+
+
+def _from_legacy(data: dict[str, Any]) -> dict[str, Any]:
+    """An old config's mirrored model fields as model options, its heads' rates as groups (unset values dropped)."""
+    options, groups = dict(data.get("model_options", {})), dict(data.get("group_lr", {}))
+    for name, unset in _LEGACY_MODEL.items():
+        value = data.pop(name, unset)
+        if value not in (unset, None):
+            options.setdefault(name, value)
+    for name, group in _LEGACY_LR.items():
+        rate = data.pop(name, 0.0)
+        if rate:
+            groups.setdefault(group, rate)
+    if options:
+        data["model_options"] = options
+    if groups:
+        data["group_lr"] = groups
+    return data
+
+
+def read_recipe(path: str | Path) -> dict[str, Any]:
+    """A training recipe: a TOML file of TrainConfig fields (``[model_options]`` and ``[group_lr]`` as tables), the
+    values a run takes unless its flags say otherwise (models/soter/recipes/). Errors name the file."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable recipe: {exc}") from exc
+    unknown = sorted(set(raw) - {f.name for f in fields(TrainConfig)})
+    if unknown:
+        raise ValueError(f"{path}: unknown recipe field(s) {unknown}")
+    return raw

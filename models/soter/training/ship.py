@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from models.soter.io import from_pretrained, save_pretrained, write_checksums
-from models.soter.registration import CHECKPOINTS
+from models.soter.entries import CHECKPOINTS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -151,7 +151,7 @@ def training_summary(run: Path, checkpoint: str) -> dict:
                "windows_seen": step * cfg.batch_size * cfg.grad_accum,
                "wall_seconds": round(float(state.get("wall_seconds", 0.0)), 1),
                "final_train_loss_mean_last_10_logs": float(train["loss"].tail(10).mean()),
-               "hardware": _hardware(), "torch": torch.__version__, "train_config": cfg.to_dict()}
+               "hardware": _hardware(), "torch": torch.__version__, "train_config": _portable(cfg.to_dict())}
     changes = config_changes(run, step)
     if changes:
         summary["config_changes"] = changes
@@ -160,6 +160,14 @@ def training_summary(run: Path, checkpoint: str) -> dict:
         val = val[val["step"] <= step]
         summary["final_heldout_loss"] = float(val["val_loss"].iloc[-1])
     return summary
+
+
+def _portable(config: dict) -> dict:
+    """The config's paths as shipped files record them (``portable_path``)."""
+    from models.soter.corpus_manifest import portable_path
+
+    return {k: portable_path(v) if k in ("corpus", "out", "init_weights", "val_corpus") and v else v
+            for k, v in config.items()}
 
 
 def config_changes(run: Path, up_to: int) -> list[dict]:
@@ -176,13 +184,22 @@ def config_changes(run: Path, up_to: int) -> list[dict]:
         if step > up_to:
             break
         state = torch.load(ckpt / "trainer_state.pt", map_location="cpu", weights_only=True)
-        config = json.loads(state["config"])
+        config = _portable(json.loads(state["config"]))
         if previous is not None:
             changed = {k: [previous.get(k), v] for k, v in config.items() if previous.get(k) != v}
             if changed:  # the new options took effect when the run resumed from the previous checkpoint
                 changes.append({"from_step": previous_step, "changed": changed})
         previous, previous_step = config, step
     return changes
+
+
+def torch_config(checkpoint: Path) -> dict:
+    """The training config a run's checkpoint was saved with (its paths as given to the run)."""
+    import json
+
+    import torch
+
+    return json.loads(torch.load(checkpoint / "trainer_state.pt", map_location="cpu", weights_only=True)["config"])
 
 
 def ship(run: Path, name: str, checkpoint: str | None = None, dest: Path | None = None) -> Path:
@@ -202,8 +219,8 @@ def ship(run: Path, name: str, checkpoint: str | None = None, dest: Path | None 
     (dest / "TRAINING.json").write_text(json.dumps(summary, indent=2) + "\n")
     from models.soter.corpus_manifest import write_manifest
 
-    config = summary["train_config"]  # the exact sources, for the pre-training overlap registry (models.pretraining)
-    write_manifest(dest, Path(config["corpus"]), Path(config["val_corpus"]) if config.get("val_corpus") else None)
+    state = torch_config(run / checkpoint)  # the exact sources, for the pre-training overlap registry (models.pretraining)
+    write_manifest(dest, Path(state["corpus"]), Path(state["val_corpus"]) if state.get("val_corpus") else None)
     write_checksums(dest)
     return dest
 

@@ -8,7 +8,9 @@
         --model soter-small --steps 100000 --resume
 
 Every TrainConfig field is a flag (``--batch-size``, ``--warmup-steps`` ...); defaults are the
-paper's.  ``--resume`` continues from the latest checkpoint in ``--out`` (exactly).
+paper's. ``--recipe FILE`` (models/soter/recipes/) sets them from a file; flags given override it.
+Model options: ``--model-option KEY=VALUE`` (SoterConfig fields); a head's own rate: ``--group-lr NAME=LR``.
+``--resume`` continues from the latest checkpoint in ``--out`` (exactly).
 """
 
 from __future__ import annotations
@@ -26,16 +28,57 @@ from models.soter.training.sources.synthetic import DEFAULT_RATES
 
 
 def _add_config_flags(p: argparse.ArgumentParser) -> None:
+    """Every TrainConfig field as a flag (default: unset, so a recipe's value or the field's default applies), the
+    model options as ``--model-option KEY=VALUE`` and the groups' rates as ``--group-lr NAME=LR`` (repeatable), and
+    ``--recipe FILE``."""
+    p.add_argument("--recipe", type=Path, default=None,
+                   help="a training recipe (TOML of these fields; models/soter/recipes/): flags given override it")
     for f in dataclasses.fields(TrainConfig):
         flag = "--" + f.name.replace("_", "-")
-        default = f.default
-        if isinstance(default, bool):
-            p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=default,
+        default = TrainConfig().__getattribute__(f.name)
+        if f.name == "model_options":
+            p.add_argument("--model-option", dest="model_options", action="append", default=None, metavar="KEY=VALUE",
+                           help="a SoterConfig field for this run (repeatable), e.g. input_scaling=window")
+        elif f.name == "group_lr":
+            p.add_argument("--group-lr", dest="group_lr", action="append", default=None, metavar="MODULE=LR",
+                           help="a submodule trained at its own learning rate (repeatable), e.g. trend_head=1e-2")
+        elif isinstance(default, bool):
+            p.add_argument(flag, type=lambda s: s.lower() in ("1", "true", "yes"), default=None,
                            help=f"(default: {default})")
         elif isinstance(default, tuple):
-            p.add_argument(flag, type=float, nargs="+", default=list(default), help=f"(default: {default})")
+            p.add_argument(flag, type=float, nargs="+", default=None, help=f"(default: {default})")
         else:
-            p.add_argument(flag, type=type(default), default=default, help=f"(default: {default})")
+            p.add_argument(flag, type=type(default), default=None, help=f"(default: {default})")
+
+
+def _pairs(items: list[str] | None, flag: str) -> dict[str, str]:
+    out = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{flag} expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """The run's config: the fields' defaults, then the recipe's values, then the flags given (model options and
+    group rates merged key by key)."""
+    from models.soter.training.config import read_recipe
+
+    values = read_recipe(args.recipe) if getattr(args, "recipe", None) else {}
+    for f in dataclasses.fields(TrainConfig):
+        given = getattr(args, f.name)
+        if given is None:
+            continue
+        if f.name == "model_options":
+            values["model_options"] = {**values.get("model_options", {}), **_pairs(given, "--model-option")}
+        elif f.name == "group_lr":
+            values["group_lr"] = {**values.get("group_lr", {}),
+                                  **{k: float(v) for k, v in _pairs(given, "--group-lr").items()}}
+        else:
+            values[f.name] = given
+    return TrainConfig.from_dict(values)
 
 
 def numba_threads_follow_omp() -> None:
@@ -85,8 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.command == "build-corpus":
         return _build(args)
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)}
-    cfg = TrainConfig.from_dict(values)
+    try:
+        cfg = config_from_args(args)
+    except ValueError as exc:  # a bad recipe, option or value: one line, before any work
+        p.error(str(exc))
     numba_threads_follow_omp()
     from models.soter.training.trainer import Trainer
 

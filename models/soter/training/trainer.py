@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from models.soter.config import SoterConfig, preset
+from models.soter.config import SoterConfig
 from models.soter.io import CheckpointError, from_pretrained, save_pretrained
 from models.soter.model import SoterModel
 from models.soter.moe import zero_missing_grads
@@ -105,12 +105,7 @@ class Trainer:
             device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
         torch.manual_seed(cfg.seed)
-        model_cfg = model_config if model_config is not None else preset(cfg.model)
-        if cfg.solver:
-            model_cfg = dataclasses.replace(model_cfg, solver=cfg.solver)
-        if cfg.model_overrides():
-            model_cfg = dataclasses.replace(model_cfg, **cfg.model_overrides())
-        self.model = SoterModel(model_cfg)
+        self.model = SoterModel(cfg.model_config(model_config))  # the run's model options applied last
         if cfg.embedding_init_std > 0:  # drawn after the model's own init: every other weight stays the same
             for weight in (self.model.embed.gate.weight, self.model.embed.value.weight):
                 torch.nn.init.normal_(weight, std=cfg.embedding_init_std)
@@ -142,21 +137,16 @@ class Trainer:
         self.out = Path(cfg.out)
 
     def _param_groups(self):
-        """Every parameter at ``lr``; with ``trend_head_lr`` > 0 the damped-trend head, with ``reversion_head_lr``
-        > 0 the mean-reversion head, with ``short_trend_head_lr`` > 0 the short-trend head, each in its own group at
-        that rate (the schedule scales every group alike)."""
+        """Every parameter at ``lr``, but the submodules named in ``group_lr``, each in its own group at its rate
+        (the schedule scales every group alike)."""
         heads = []
-        for rate, name, flag, needs in ((self.cfg.trend_head_lr, "trend_head", "--trend-head-lr",
-                                         "the damped-trend head (--output-skip damped-trend)"),
-                                        (self.cfg.reversion_head_lr, "reversion_head", "--reversion-head-lr",
-                                         "the mean-reversion head (--mean-reversion true)"),
-                                        (self.cfg.short_trend_head_lr, "short_trend_head", "--short-trend-head-lr",
-                                         "the short-trend head (--short-trend-points K)")):
-            if not rate:
-                continue
-            if getattr(self.model, name) is None:
-                raise ValueError(f"{flag} needs a model with {needs}")
-            heads.append({"params": list(getattr(self.model, name).parameters()), "lr": rate})
+        for name, rate in self.cfg.group_lr.items():
+            module = getattr(self.model, name, None)
+            if not isinstance(module, torch.nn.Module):
+                known = ", ".join(n for n, m in self.model.named_children())
+                raise ValueError(f"group_lr: this model has no submodule {name!r} (a head exists only with its model "
+                                 f"option, e.g. trend_head with output_skip damped-trend); its submodules: {known}")
+            heads.append({"params": list(module.parameters()), "lr": rate})
         if not heads:
             return self.model.parameters()
         ids = {id(p) for g in heads for p in g["params"]}
