@@ -112,21 +112,26 @@ Beyond = Literal["extrapolate", "hold", "zero"]  # models.soter.spline.BEYOND (t
 
 def load_soter(weights: str | Path | None = None, rollout: Rollout = "autoregressive", per_channel: bool = False,
                device: str = "cpu", name: str = "soter", batch_size: int = 256, seed: int = 0,
-               control_beyond: Beyond = "extrapolate") -> SoterAdapter:
+               control_beyond: Beyond = "extrapolate", output_bound: float | None = None) -> SoterAdapter:
     """The trained checkpoint ``weights=DIR``: ``--weights``, else the one the entry ``name`` ships with, which the
     registry passes (its ``default_weights``; the entry's folder, ``models.soter.entries``). Not imported from the
     registration here: that module is outside the code whose digest tells a record's rows current (a new entry would
     otherwise mark every SOTER row stale). ``batch_size``: rows per forward pass (memory).
     ``seed``: passed by the harness to every model; unused, a trained SOTER is deterministic.
     ``control_beyond``: imputation's spline control past a channel's last observation (``extrapolate``, the
-    authors'; ``hold`` or ``zero``: ``--model-option soter.control_beyond=hold``, docs/soter.md)."""
+    authors'; ``hold`` or ``zero``: ``--model-option soter.control_beyond=hold``, docs/soter.md).
+    ``output_bound``: clip every prediction to its context's range widened by this share of it (SoterConfig's
+    option, issue #45; None: the checkpoint's own), so a checkpoint trained without it is bounded too."""
     from models.soter.io import from_pretrained
 
     if weights is None:
         raise ValueError(f"{name}: no checkpoint given (weights=DIR); load it through the registry "
                          "(models.registry.load_model), which passes the entry's shipped checkpoint")
     folder = Path(weights).expanduser()
-    return SoterAdapter(from_pretrained(folder), name=name, rollout=rollout, per_channel=per_channel, device=device,
+    model = from_pretrained(folder)
+    if output_bound is not None:
+        model.config = model.config.replace(output_bound=float(output_bound))
+    return SoterAdapter(model, name=name, rollout=rollout, per_channel=per_channel, device=device,
                         batch_size=batch_size, source=str(folder), checkpoint=folder, control_beyond=control_beyond)
 
 

@@ -79,6 +79,10 @@ class SoterConfig:
     # damped trend's 8-point slope lags at horizon step 1; a two- or three-point line beat last value there on both
     # held-out sets (docs/soter-anchored-rules.md, "V12")
     short_trend_points: int = 0
+    # > 0 (issue #45): every prediction is clipped to [min - b * span, max + b * span] of its row's observed context
+    # (span = max - min), b = output_bound: the forecast is bounded by construction whatever a head extrapolates
+    # (protocols/adversarial.py checks that bound with b = 0.5). 0 = unbounded, the paper's model
+    output_bound: float = 0.0
     # training
     huber_delta: float = 2.0
     initializer_range: float = 0.02
@@ -114,6 +118,8 @@ class SoterConfig:
                               "'last-value' or 'damped-trend'")
         if self.short_trend_points == 1 or self.short_trend_points < 0:
             raise ConfigError(f"short_trend_points must be 0 (off) or >= 2, got {self.short_trend_points}")
+        if self.output_bound < 0:
+            raise ConfigError(f"output_bound must be >= 0 (0: off), got {self.output_bound}")
         if self.value_embedding_init < 0:
             raise ConfigError(f"value_embedding_init must be >= 0, got {self.value_embedding_init}")
 
@@ -121,7 +127,7 @@ class SoterConfig:
     def is_faithful(self) -> bool:
         """True when no option beyond the paper's architecture is on (the recipe may still differ)."""
         return (self.input_scaling, self.value_embedding, self.output_skip, self.field_dt, self.mean_reversion,
-                self.short_trend_points) == ("none", False, "none", False, False, 0)
+                self.short_trend_points, self.output_bound) == ("none", False, "none", False, False, 0, 0.0)
 
     @property
     def head_dim(self) -> int:

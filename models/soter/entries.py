@@ -28,7 +28,7 @@ FAITHFUL = "the paper's recipe"  # how every listing and table note names the fa
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
 _FIELDS = {"name", "summary", "parent", "faithful", "default_tasks", "note", "note_tasks", "options"}
 # adapter options an entry may set (models.soter.adapter.load_soter); the rest are the user's or the registry's
-_ENTRY_OPTIONS = {"rollout", "control_beyond", "per_channel", "batch_size"}
+_ENTRY_OPTIONS = {"rollout", "control_beyond", "per_channel", "batch_size", "output_bound"}
 
 
 class EntryError(ValueError):

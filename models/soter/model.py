@@ -64,6 +64,8 @@ class WindowFrame:
     mean: torch.Tensor | None = None
     interval: torch.Tensor | None = None
     short_slope: torch.Tensor | None = None
+    low: torch.Tensor | None = None  # with output_bound: the bound's ends (data units)
+    high: torch.Tensor | None = None
 
     def rows(self, name: str) -> torch.Tensor:
         """One of the fields as [B*C, 1] (the decoder's rows)."""
@@ -206,6 +208,13 @@ class SoterModel(nn.Module):
         if cfg.mean_reversion or cfg.short_trend_points:
             extra.setdefault("t_last", last_observed_time(timestamps, mask))
             extra["interval"] = mean_interval(timestamps, values.shape[1])
+        if cfg.output_bound > 0:
+            lo = torch.where(mask, values, torch.full_like(values, float("inf"))).amin(-1, keepdim=True)
+            hi = torch.where(mask, values, torch.full_like(values, float("-inf"))).amax(-1, keepdim=True)
+            seen = torch.isfinite(lo)  # a row with no observation: no bound
+            lo, hi = torch.where(seen, lo, torch.full_like(lo, -1e30)), torch.where(seen, hi, torch.full_like(hi, 1e30))
+            span = (hi - lo).clamp_min(0.0) * seen
+            extra["low"], extra["high"] = lo - cfg.output_bound * span, hi + cfg.output_bound * span
         if cfg.input_scaling == "none":
             return WindowFrame(torch.zeros_like(last), torch.ones_like(last), last, **extra)
         var = (((values - mean) * mask.to(values.dtype)) ** 2).sum(-1, keepdim=True) \
@@ -228,7 +237,7 @@ class SoterModel(nn.Module):
         trend term, which needs h_T [R, H] and the query times [R, Q] (seconds)."""
         scale = fr.rows("scale").to(readout.dtype)
         if self.config.output_skip == "none":
-            return fr.rows("loc").to(readout.dtype) + scale * readout
+            return self.bounded(fr.rows("loc").to(readout.dtype) + scale * readout, fr)
         anchor = fr.rows("last").to(readout.dtype)
         if self.config.output_skip == "damped-trend":
             anchor = anchor + self.trend(fr, h_last, t_query).to(readout.dtype)
@@ -236,7 +245,13 @@ class SoterModel(nn.Module):
             anchor = anchor + self.reversion(fr, h_last, t_query).to(readout.dtype)
         if self.config.short_trend_points:
             anchor = anchor + self.short_trend(fr, h_last, t_query).to(readout.dtype)
-        return anchor + scale * (readout - readout_last)
+        return self.bounded(anchor + scale * (readout - readout_last), fr)
+
+    def bounded(self, pred: torch.Tensor, fr: WindowFrame) -> torch.Tensor:
+        """``pred`` [R, Q] clipped to the frame's bound (``output_bound``), else unchanged."""
+        if self.config.output_bound <= 0:
+            return pred
+        return torch.minimum(torch.maximum(pred, fr.rows("low").to(pred.dtype)), fr.rows("high").to(pred.dtype))
 
     def trend(self, fr: WindowFrame, h_last: torch.Tensor, t_query: torch.Tensor) -> torch.Tensor:
         """g * slope * tau * (1 - exp(-dt / tau)) [R, Q]: the local slope followed for about tau seconds

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = {
     "soter": ("soter-cpu-64", True, {}),
     "soter-autoregressive": ("soter-cpu-64", False, {}),
-    "soter-anchored": ("soter-cpu-64-noaux", ("forecasting",), {"control_beyond": "hold"}),
+    "soter-anchored": ("soter-cpu-64-noaux", ("forecasting",), {"control_beyond": "hold", "output_bound": 0.5}),
 }
 
 

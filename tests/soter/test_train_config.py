@@ -92,3 +92,29 @@ def test_a_legacy_config_maps_to_options_and_groups():
     assert cfg.model_options == {"solver": "rk4", "input_scaling": "window", "value_embedding": True,
                                  "output_skip": "damped-trend"}
     assert cfg.group_lr == {"trend_head": 0.01}
+
+
+def test_max_stride_reads_windows_at_several_rates_and_one_is_the_paper_s(corpus):
+    """Issue #45: ``max_stride`` S draws each step's stride in 1..S; S = 1 gives the unchanged batches."""
+    import numpy as np
+
+    from models.soter.training.corpus import open_corpus
+    from models.soter.training.sampler import WindowSampler
+
+    datasets = open_corpus(corpus)
+    plain = WindowSampler(datasets, 32, 2, seed=7)
+    one = WindowSampler(datasets, 32, 2, seed=7, max_stride=1)
+    np.testing.assert_array_equal(plain.batch(3).values, one.batch(3).values)
+    strided = WindowSampler(datasets, 32, 2, seed=7, max_stride=3)
+    seen = set()
+    for step in range(40):
+        batch = strided.batch(step)
+        base = float(np.median(np.diff(plain.batch(step).times[0])))
+        steps = np.diff(batch.times, axis=1) / base
+        assert np.allclose(steps, np.round(steps)) and len({int(round(s)) for s in steps.ravel()}) == 1
+        seen.add(int(round(steps[0, 0])))
+        assert batch.values.shape == plain.batch(step).values.shape  # the same context length, another rate
+    assert seen == {1, 2, 3}
+    np.testing.assert_array_equal(strided.batch(5).times, strided.batch(5).times)  # a pure function of the step
+    with pytest.raises(ValueError, match="max_stride"):
+        WindowSampler(datasets, 32, 2, seed=7, max_stride=0)

@@ -46,6 +46,9 @@ class TrainConfig:
     # > 1 (needs max_target_offset > 1): in the full-history regime M targets per window, each offset drawn
     # as above, each decoded by its own solve from the one h_T (more supervision per backbone pass)
     targets_per_window: int = 1
+    # > 1 (issue #45): each step's windows read at every s-th sample, s uniform in 1..max_stride (several sampling
+    # rates from one recording); 1 = the paper's windows
+    max_stride: int = 1
     # > 0: re-draw the gated input embedding's two Linear(1, H) weights with this std after the model's own
     # initialisation (normal, std initializer_range = 0.02 in the official code). With inputs in [0, 1] that
     # init gives embeddings of RMS ~1e-4, under the RMSNorm eps: see docs/soter-training.md. 0 = the official init

@@ -18,7 +18,10 @@ each offset drawn as above (i.i.d.), all from the same context: the model decode
 solve from the one h_T, so one backbone pass is supervised at M timestamps instead of one.
 ``min_context`` > 0 draws the step's context length uniformly in [min_context, max_length] (the
 paper's windows are "at most" max_length long); the context is the newest part of the window.
-Both are drawn from their own seeded streams: the dataset and regime of every step stay those of
+``max_stride`` S > 1 (issue #45) reads each step's windows at every s-th sample, s uniform in 1..S (the
+largest the step's dataset allows when its recordings are short), so one recording is seen at several sampling
+rates: the timestamps stay the true ones, the model sees the rate in them.
+All are drawn from their own seeded streams: the dataset and regime of every step stay those of
 the paper's schedule (windows are K - 1 samples longer, so their starts are drawn from a slightly
 shorter range).
 """
@@ -50,12 +53,15 @@ class WindowSampler:
     def __init__(self, datasets: list[CorpusDataset], max_length: int, batch_size: int, seed: int,
                  missing_prob: float = 0.5, missing_rate: float = 0.15, rank: int = 0, world_size: int = 1,
                  dataset_weighting: str = "size", max_target_offset: int = 1, next_step_prob: float = 1.0,
-                 min_context: int = 0, targets_per_window: int = 1) -> None:
+                 min_context: int = 0, targets_per_window: int = 1, max_stride: int = 1) -> None:
         if max_target_offset < 1 or not 0 <= next_step_prob <= 1:
             raise ValueError("max_target_offset must be >= 1 and next_step_prob in [0, 1]")
         if targets_per_window < 1 or (targets_per_window > 1 and max_target_offset == 1):
             raise ValueError(f"targets_per_window must be >= 1, and > 1 only with max_target_offset > 1 "
                              f"(got {targets_per_window} with max_target_offset {max_target_offset})")
+        if max_stride < 1:
+            raise ValueError(f"max_stride must be >= 1, got {max_stride}")
+        self.max_stride = max_stride
         if not 0 <= min_context <= max_length:
             raise ValueError(f"min_context must be in [0, max_length={max_length}], got {min_context}")
         self.max_length, self.max_target_offset = max_length, max_target_offset
@@ -85,27 +91,29 @@ class WindowSampler:
         """The sampler a training config describes (``seed`` overrides its seed: the held-out batches)."""
         return cls(datasets, cfg.max_length, cfg.batch_size, cfg.seed if seed is None else seed, cfg.missing_prob,
                    cfg.missing_rate, rank, world_size, cfg.dataset_weighting, cfg.max_target_offset,
-                   cfg.next_step_prob, cfg.min_context, cfg.targets_per_window)
+                   cfg.next_step_prob, cfg.min_context, cfg.targets_per_window, cfg.max_stride)
 
     def batch(self, step: int, micro: int = 0) -> Batch:
         rng = np.random.default_rng(stable_seed(self.seed, "batch", step, micro))
         ds = self.datasets[int(rng.choice(len(self.datasets), p=self.dataset_p))]
         missing = bool(np.random.default_rng(stable_seed(self.seed, "regime", step)).random() < self.missing_prob)
         total = self.batch_size * self.world_size
-        usable = np.maximum(ds.lengths - self.window + 1, 0)
+        stride = self.stride(step, micro, ds)
+        span = (self.window - 1) * stride + 1  # raw samples a window covers
+        usable = np.maximum(ds.lengths - span + 1, 0)
         weights = usable / usable.sum()
         values, times = [], []
         for _ in range(total):
             for _ in range(MAX_REDRAWS):
                 r = int(rng.choice(len(ds.lengths), p=weights))
                 a = int(ds.starts[r] + rng.integers(usable[r]))
-                v = np.asarray(ds.values[:, a:a + self.window], dtype=np.float32)
+                v = np.asarray(ds.values[:, a:a + span:stride], dtype=np.float32)
                 if np.isfinite(v).all():
                     break
             else:
                 raise CorpusError(f"{ds.name}: no gap-free window of {self.window} samples after {MAX_REDRAWS} draws")
             values.append(v)
-            times.append(np.asarray(ds.times[a:a + self.window], dtype=np.float64))
+            times.append(np.asarray(ds.times[a:a + span:stride], dtype=np.float64))
         values_arr, times_arr = np.stack(values), np.stack(times)
         if self.max_target_offset > 1 or self.min_context:
             values_arr, times_arr = self._context_and_target(values_arr, times_arr, step, micro, missing)
@@ -115,6 +123,15 @@ class WindowSampler:
             observed = rng.random(observed.shape) >= self.missing_rate
         sl = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
         return Batch(values_arr[sl], times_arr[sl], observed[sl], missing, ds.name, n_targets)
+
+    def stride(self, step: int, micro: int, ds: CorpusDataset) -> int:
+        """The step's stride: 1 unless ``max_stride`` > 1, then uniform in 1..S, capped at what the longest
+        recording of the step's dataset allows."""
+        if self.max_stride == 1:
+            return 1
+        drawn = int(np.random.default_rng(stable_seed(self.seed, "stride", step, micro)).integers(1, self.max_stride + 1))
+        longest = int(ds.lengths.max())
+        return max(1, min(drawn, (longest - 1) // (self.window - 1)))
 
     def tokens(self, step: int, micro: int = 0) -> int:
         """B x C x L of this rank's batch at ``step``, without drawing its windows (tokens seen)."""

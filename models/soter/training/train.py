@@ -112,7 +112,11 @@ def main(argv: list[str] | None = None) -> int:
                        help="one synthetic dataset per rate; every second one irregularly sampled")
     build.add_argument("--wfdb", type=Path, nargs="*", default=[], help="folders of WFDB records")
     build.add_argument("--exclude", nargs="*", default=["100"],
-                       help="WFDB record, MIMIC-III segment or BioSPPy clip names to leave out (a held-out set)")
+                       help="WFDB record, MIMIC-III segment or BioSPPy clip names to leave out (a held-out set); "
+                            "the selection set's recordings are always left out (selection_set.HELD_OUT)")
+    build.add_argument("--include-selection-set", action="store_true",
+                       help="do not leave out the selection set's recordings: only to rebuild a corpus from before "
+                            "issue #45 (soter-cpu-64's); a model trained on it is never scored on the selection set")
     build.add_argument("--mimic3wdb-channels", nargs="+", default=None, metavar="NAME",
                        help="MIMIC-III signals to keep (default: II PLETH RESP ABP); 'all' keeps every waveform")
     build.add_argument("--wfdb-split-rates", action="store_true",
@@ -144,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from models.soter.training.selection_set import HELD_OUT
+
+    if not args.include_selection_set:  # held out from training by construction (issue #45)
+        args.exclude = [*args.exclude, *(name for name in HELD_OUT if name not in args.exclude)]
     from models.soter.training.corpus import CorpusWriter, check_not_evaluation, wfdb_datasets
     from models.soter.training.sources import read_source
     from models.soter.training.sources import synthetic

@@ -1,0 +1,139 @@
+"""Adversarial contexts (issue #45): stability as a property of a forecaster, not a hope.
+
+Each case is a set of windows on which a forecaster that extrapolates without damping, reverts without need or
+leaves the signal's units fails: a context ending on a steep upstroke (an ECG R wave), one ending in a trough (a
+pulse wave's foot), an isolated spike near the end, a level step, a flat line, a channel far outside [0, 1], and
+noise only. Windows come from the synthetic generator with the selection seed (never the evaluation cohort's), and
+the truth is the signal's own continuation (for the spike, the signal without it; for the step, the stepped signal).
+
+Two properties, per case (:func:`check`):
+- **bounded**: every forecast lies within [min - m * span, max + m * span] of its observed context, m = ``MARGIN``
+  (0.5), span = max - min floored at ``SPAN_FLOOR`` times the context's level scale (a flat line's span is 0);
+- **no worse than the simple answers**: the case's RMSE is at most ``FACTOR`` (2) times the better of last value's
+  and window mean's on the same windows (for a flat line, where last value is exact: of SPAN_FLOOR times its level).
+A head whose extrapolation is not damped by construction breaks the first on the upstroke; a reversion that lifts a
+trough to the mean breaks the second there. Documented in docs/stress-tests.md ("Adversarial contexts").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from protocols.interface import Model, SeriesBatch, forecast
+
+CASES = ("upstroke", "trough", "spike", "step", "flat", "outside", "noise")
+MARGIN = 0.5
+FACTOR = 2.0
+SPAN_FLOOR = 1e-3
+TOLERANCE = 1e-5  # of the span: float32 arithmetic at the bound itself is inside it
+SEED = 9000  # the selection set's synthetic seed (models.soter.training.selection_set), not the evaluation's
+CONTEXT, HORIZON, WINDOWS = 128, 64, 8
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    batch: SeriesBatch  # [N, 1, CONTEXT]
+    query: np.ndarray  # [N, HORIZON] seconds
+    truth: np.ndarray  # [N, 1, HORIZON]
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    case: str
+    bounded: bool
+    worst_excess: float  # the largest distance outside the bound, in units of the context's span (0: inside)
+    rmse: float
+    reference_rmse: float  # the better of last value's and window mean's
+    passed: bool
+
+    @property
+    def ratio(self) -> float:
+        return self.rmse / self.reference_rmse if self.reference_rmse > 0 else float("inf")
+
+
+def _signals(rate: float) -> dict[str, np.ndarray]:
+    from protocols.datasets.synthetic import SyntheticCohortConfig, generate
+
+    ds = generate(SyntheticCohortConfig(n_subjects=2, seconds_per_state=20, seed=SEED, sampling_rate=rate))
+    return {ch: np.concatenate([r.values[i] for r in ds.recordings]) for i, ch in enumerate(ds.channels)}
+
+
+def _ends(signal: np.ndarray, score: np.ndarray, n: int) -> np.ndarray:
+    """The n context ends with the highest score, at least a horizon apart, each with room before and after."""
+    order = np.argsort(score)[::-1]
+    chosen: list[int] = []
+    for end in order:
+        if CONTEXT <= end <= len(signal) - HORIZON and all(abs(end - c) >= HORIZON for c in chosen):
+            chosen.append(int(end))
+        if len(chosen) == n:
+            break
+    return np.array(sorted(chosen))
+
+
+def _windows(signal: np.ndarray, ends: np.ndarray, rate: float) -> tuple[np.ndarray, np.ndarray]:
+    ctx = np.stack([signal[e - CONTEXT:e] for e in ends])[:, None]
+    truth = np.stack([signal[e:e + HORIZON] for e in ends])[:, None]
+    return ctx, truth
+
+
+def cases(rate: float = 64.0) -> list[Case]:
+    """Every case's windows (deterministic)."""
+    s = _signals(rate)
+    t = np.arange(CONTEXT + HORIZON) / rate
+    rng = np.random.default_rng(SEED)
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    ecg, ppg = s["ECG"], s["PPG"]
+    rise = np.r_[np.zeros(3), ecg[3:] - ecg[:-3]]  # the 3-sample rise ending at each sample: an R wave's upstroke
+    out["upstroke"] = _windows(ecg, _ends(ecg, rise, WINDOWS), rate)
+    foot = np.r_[0, ((ppg[1:-1] < ppg[:-2]) & (ppg[1:-1] <= ppg[2:])).astype(float) * -ppg[1:-1], 0]
+    out["trough"] = _windows(ppg, _ends(ppg, foot + (foot != 0) * 1e3, WINDOWS), rate)
+    base_ends = np.linspace(CONTEXT, len(ppg) - HORIZON, WINDOWS).astype(int)
+    ctx, truth = _windows(ppg, base_ends, rate)
+    span = ctx.max(-1, keepdims=True) - ctx.min(-1, keepdims=True)
+    spiked = ctx.copy()
+    spiked[..., -4] += 5 * span[..., 0]
+    out["spike"] = (spiked, truth)
+    stepped, after = ctx.copy(), truth.copy()
+    stepped[..., -CONTEXT // 3:] += span
+    out["step"] = (stepped, after + span)
+    level = ctx.mean(-1, keepdims=True)
+    out["flat"] = (np.repeat(level, CONTEXT, -1), np.repeat(level, HORIZON, -1))
+    out["outside"] = (ctx * 10 + 50, truth * 10 + 50)
+    noise = 0.5 + 0.1 * rng.standard_normal((WINDOWS, 1, CONTEXT + HORIZON))
+    out["noise"] = (noise[..., :CONTEXT], noise[..., CONTEXT:])
+    built = []
+    for name in CASES:
+        ctx, truth = out[name]
+        n = len(ctx)
+        batch = SeriesBatch(ctx.astype(np.float64), np.tile(t[:CONTEXT], (n, 1)))
+        built.append(Case(name, batch, np.tile(t[CONTEXT:], (n, 1)), truth.astype(np.float64)))
+    return built
+
+
+def _rmse(pred: np.ndarray, truth: np.ndarray) -> float:
+    return float(np.sqrt(np.mean((pred - truth) ** 2)))
+
+
+def check(model: Model, rate: float = 64.0) -> list[CaseResult]:
+    """Each case's properties for ``model`` (see the module's docstring)."""
+    results = []
+    for case in cases(rate):
+        ctx = case.batch.values
+        pred = forecast(model, case.batch, case.query)
+        lo, hi = ctx.min(-1, keepdims=True), ctx.max(-1, keepdims=True)
+        level = np.maximum(np.abs(ctx).max(-1, keepdims=True), 1.0)
+        span = np.maximum(hi - lo, SPAN_FLOOR * level)
+        excess = np.maximum(lo - MARGIN * span - pred, pred - hi - MARGIN * span).max(-1, keepdims=True)
+        worst = float(np.max(np.maximum(excess, 0) / span))
+        last = np.repeat(ctx[..., -1:], case.truth.shape[-1], -1)
+        mean = np.repeat(ctx.mean(-1, keepdims=True), case.truth.shape[-1], -1)
+        reference = min(_rmse(last, case.truth), _rmse(mean, case.truth))
+        rmse = _rmse(pred, case.truth)
+        bounded = worst <= TOLERANCE
+        floor = SPAN_FLOOR * float(np.median(level))  # a flat line: last value is exact, allow float-level error
+        results.append(CaseResult(case.name, bounded, worst, rmse, reference,
+                                  bounded and rmse <= FACTOR * max(reference, floor)))
+    return results

@@ -1,0 +1,77 @@
+"""Issue #45: stability as a property (protocols/adversarial.py). Every departing SOTER entry stays within the
+context-derived bound and near the simple answers on adversarial contexts; a head that extrapolates without damping
+breaks the bound, and ``output_bound`` bounds any model by construction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from models.registry import load_model
+from models.soter.adapter import SoterAdapter
+from models.soter.config import preset
+from models.soter.entries import discover
+from models.soter.model import SoterModel
+from protocols import adversarial
+from protocols.adversarial import CASES, check
+
+RATES = (64.0, 250.0)  # a wearable ECG/PPG rate and a clinical one (a 3-point slope is steeper per sample)
+
+
+def _undamped(output_bound: float = 0.0) -> SoterAdapter:
+    """A window-scaled, last-value-anchored soter-tiny whose short-trend head follows the last 3 points' slope at
+    gain 1 for ~e^10 sampling intervals: a straight line, not damped."""
+    torch.manual_seed(0)
+    cfg = preset("soter-tiny").replace(input_scaling="window", value_embedding=True, output_skip="last-value",
+                                       short_trend_points=3, output_bound=output_bound, solver="rk4")
+    model = SoterModel(cfg)
+    with torch.no_grad():
+        model.short_trend_head.weight.zero_()
+        model.short_trend_head.bias.copy_(torch.tensor([1.0, 10.0]))
+    return SoterAdapter(model, name="undamped", rollout="per-query")
+
+
+def test_the_cases_are_the_documented_ones_and_deterministic():
+    first, second = adversarial.cases(), adversarial.cases()
+    assert [c.name for c in first] == list(CASES)
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a.batch.values, b.batch.values)
+        assert a.batch.values.shape == (adversarial.WINDOWS, 1, adversarial.CONTEXT)
+        assert a.truth.shape == (adversarial.WINDOWS, 1, adversarial.HORIZON)
+
+
+def test_the_simple_answers_pass_and_an_undamped_head_breaks_the_bound():
+    for name in ("window-mean",):
+        assert all(r.passed for r in check(load_model(name, seed=0))), name
+    broken = {r.case: r for r in check(_undamped())}
+    assert not broken["upstroke"].bounded and broken["upstroke"].worst_excess > 1.0
+
+
+def test_output_bound_bounds_the_same_weights_by_construction():
+    bounded = check(_undamped(output_bound=adversarial.MARGIN))
+    assert all(r.bounded for r in bounded), [(r.case, r.worst_excess) for r in bounded if not r.bounded]
+
+
+def test_output_bound_off_is_the_model_without_it():
+    torch.manual_seed(1)
+    model = SoterModel(preset("soter-tiny").replace(solver="rk4")).eval()
+    values = torch.rand(2, 2, 40)
+    times = torch.arange(40, dtype=torch.float64)[None].repeat(2, 1) / 64
+    query = times[:, -1:] + torch.arange(1, 9, dtype=torch.float64)[None] / 64
+    plain = model.predict_each(values, times, query)
+    model.config = model.config.replace(output_bound=0.0)
+    torch.testing.assert_close(model.predict_each(values, times, query), plain, rtol=0, atol=0)
+    model.config = model.config.replace(output_bound=0.1)
+    clipped = model.predict_each(values, times, query)
+    span = values.amax(-1, keepdim=True) - values.amin(-1, keepdim=True)
+    assert (clipped <= values.amax(-1, keepdim=True) + 0.1 * span + 1e-6).all()
+    assert (clipped >= values.amin(-1, keepdim=True) - 0.1 * span - 1e-6).all()
+
+
+@pytest.mark.parametrize("rate", RATES)
+@pytest.mark.parametrize("name", [n for n, e in discover().items() if not e.faithful])
+def test_every_departing_entry_has_the_adversarial_properties(name, rate):
+    failed = [(r.case, round(r.worst_excess, 3), round(r.ratio, 2)) for r in check(load_model(name, seed=0), rate)
+              if not r.passed]
+    assert not failed, failed
