@@ -58,7 +58,7 @@ def _run_cli(folder: Path, tmp_path: Path, models: list[str], *options: str) -> 
     (["test-slow-last-value"], "test-slow-last-value.dealy=1",
      "test-slow-last-value has no option 'dealy'; its options: delay"),
     (["window-mean"], "window-mean.period=3", "window-mean takes no options"),
-    (["soter"], "soter.batchsize=8", "its options: batch_size, control_beyond, device, per_channel, rollout"),
+    (["soter"], "soter.batchsize=8", "its options: batch_size, control_beyond, device, output_bound, per_channel, rollout"),
     (["soter"], "soter.name=x", "soter has no option 'name'"),  # set by the registration
     (["last-value"], "no-such-model.k=1", "unknown model 'no-such-model'"),
     (["last-value"], "drift.k=1", "drift is not among this run's models"),
