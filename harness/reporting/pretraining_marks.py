@@ -75,6 +75,8 @@ def mark_table(table, frame: pd.DataFrame, task: str, stem: str = "",
     models = row_models(rows)
     declared = declared or {}
     entries, seen, unknown, absent = dict(table.entries), {}, {}, {}
+    # notes that differ only in where they were read (each checkpoint's own CORPUS.json) are one note: one line for
+    # all SOTER entries, not one paragraph each
     for (label, col), entry in table.entries.items():
         dataset = col.group if col.group in datasets else (by_stem[0] if len(by_stem) == 1 else
                                                            datasets[0] if len(datasets) == 1 else None)
@@ -84,13 +86,17 @@ def mark_table(table, frame: pd.DataFrame, task: str, stem: str = "",
         entries[(label, col)] = dataclasses.replace(entry, overlap=o.status)
         where = f" ({o.cite}; checked {o.checked})" if o.cite else ""
         if o.may_have_seen:
-            seen[(label, dataset)] = f"{label} on {dataset}: pre-training overlap {o.status}: {o.reason}{where}"
+            group = seen.setdefault((o.status, o.reason), {"labels": [], "datasets": [], "where": []})
+            for key, value in (("labels", label), ("datasets", dataset), ("where", where.strip(" ()"))):
+                if value and value not in group[key]:
+                    group[key].append(value)
         elif o.status == "unknown":
             unknown.setdefault((label, o.reason + where), []).append(dataset)
         else:  # one line for every model that was not pre-trained, one per other reason
             why = "not pre-trained" if o.reason.startswith("not pre-trained") else o.reason
             absent.setdefault(why, {}).setdefault(label, []).append(dataset)
-    notes = [(SEEN, text) for text in seen.values()]
+    notes = [(SEEN, f"{', '.join(g['labels'])} on {', '.join(g['datasets'])}: pre-training overlap {status}: {reason}"
+                    + (f" ({'; '.join(g['where'])})" if g["where"] else "")) for (status, reason), g in seen.items()]
     notes += [(UNKNOWN, f"{label}: pre-training overlap unknown on {', '.join(dict.fromkeys(ds))}: {why}")
               for (label, why), ds in unknown.items()]
     if absent:
