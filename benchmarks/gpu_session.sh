@@ -14,7 +14,8 @@
 # Settings (environment): RECIPE (default models/soter/recipes/soter-anchored-v14a.toml: the slice's training recipe),
 # GPU_DIR (default .gpu: what gpu_bundle.sh packed), STAGES (default "environment
 # cuda-tests bench train": which to run), TRAIN_SECONDS (default 150: the slice's training time, calibrated from a
-# short run), MODEL (soter-small), BATCH (32), SEED (42), DEVICE (cuda; cpu for a dry run here: the slice trains on
+# short run), MIN_STEPS (default 100: the slice's fewest steps; its time limit follows the measured rate),
+# MODEL (soter-small), BATCH (32), SEED (42), DEVICE (cuda; cpu for a dry run here: the slice trains on
 # CUDA whenever torch sees it), WORK (/tmp/gpu_session), PYTHON (python3), EXTRA_FIT_FLAGS (appended to the
 # slice's `fit` flags, e.g. --init-weights DIR for a later session's slice).
 # tests/soter/test_gpu_session.py runs the training slice on the CPU, so its flags keep up with the trainer.
@@ -23,6 +24,7 @@ OUT=${OUT:?set OUT: the folder whose files come back}
 ROOT=$(pwd)
 W=${WORK:-/tmp/gpu_session}
 TRAIN_SECONDS=${TRAIN_SECONDS:-150}
+MIN_STEPS=${MIN_STEPS:-100}
 RECIPE=${RECIPE:-models/soter/recipes/soter-anchored-v14a.toml}
 MODEL=${MODEL:-soter-small}
 BATCH=${BATCH:-32}
@@ -80,9 +82,12 @@ elif [ -f "$GPU_DIR/corpus.tar.xz" ]; then
         $EXTRA_FIT_FLAGS
     RATE=$($PY -c "import csv, sys; rows = list(csv.DictReader(open('$W/calibrate/train_log.csv'))); \
 print(float(rows[-1]['steps_per_s']))" 2>/dev/null || echo 0)
-    STEPS=$($PY -c "print(max(100, int($RATE * $TRAIN_SECONDS * 0.9) // 50 * 50))")
-    log "calibrated: $RATE steps/s -> a slice of $STEPS steps"
-    stage train-slice $((TRAIN_SECONDS * 2 + 60)) $PY "${FIT[@]}" --steps "$STEPS" --out "$W/run" \
+    STEPS=$($PY -c "print(max($MIN_STEPS, int($RATE * $TRAIN_SECONDS * 0.9) // 50 * 50))")
+    # the slice's limit follows the measured rate (twice the time its steps need, at least twice TRAIN_SECONDS), so
+    # a slow machine with MIN_STEPS above what TRAIN_SECONDS holds is not cut off (issue #51)
+    LIMIT=$($PY -c "print(int(max($TRAIN_SECONDS, $STEPS / max($RATE, 1e-3)) * 2 + 60))")
+    log "calibrated: $RATE steps/s -> a slice of $STEPS steps (limit $LIMIT s)"
+    stage train-slice "$LIMIT" $PY "${FIT[@]}" --steps "$STEPS" --out "$W/run" \
         --checkpoint-every $((STEPS / 2)) --val-every $((STEPS / 4)) $EXTRA_FIT_FLAGS
     stage ship 120 $PY -m models.soter.training.ship --run "$W/run" --name "$MODEL-slice" --dest "$W/ship"
     # the weights (soter-small: 42 MiB in three shards) as one tar in parts under the 16 MiB a returned file may hold
