@@ -42,6 +42,7 @@ class Cell:
     cache_dir: str | None = None  # on-disk embedding cache (classification)
     model_options: tuple[tuple[str, Any], ...] = field(default=())
     model_id: str = ""  # the model's identity (its weights' digest and options): a loaded model is reused only for it
+    code: str = ""  # the digest of the code that computes the cell's row (harness.records.code_identity): on-disk caches key by it
     # the setting as the task's points() gave it, typed (a protocols.specs.Setting, a segment length ...), so that
     # the task reads it back without parsing ``setting``, its name in the records; given none, the name itself
     point: Any = None

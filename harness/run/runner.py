@@ -304,7 +304,8 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
                         cell = Cell(config.task, resolved, fold, setting, model, seed, spec, condition, level,
                                     data_root=str(root) if root else None,
                                     cache_dir=str(Path(config.out).resolve() / "cache"), model_options=options,
-                                    model_id=identities[model], point=point)
+                                    model_id=identities[model], point=point,
+                                    code=summary.identities[model]["code"] or "")
                         fields = {"task": config.task, "dataset": label, "fold": fold, "setting": setting,
                                   "condition": condition, "model": model, "seed": seed, "protocol": protocol}
                         fields["key"] = row_key(identities[model], **fields)

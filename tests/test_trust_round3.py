@@ -1,0 +1,84 @@
+"""Issue #46, numbers you can trust (round three): caches keyed by the code, sampling parameters never pooled,
+the code digest covering the worker scripts, inputs checked from their headers before they are read, ok rows
+with every metric, reports whose defaults work, aggregates over shared cells, ranks within a group, and the
+paper comparison saying what "ours" is."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.records.store import read_records
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``python -m harness ARGS`` in a fresh process (a plugin edited between calls is imported anew)."""
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=600)
+
+
+# -- item 1: the embedding cache is keyed by the code ----------------------------------------------------
+EMBEDDER = '''
+import numpy as np
+from models.registry import register_model
+from protocols.interface import Capabilities, Model
+
+FACTOR = {factor}
+
+
+@register_model(description="test only: mean and std, scaled", default=False, tasks=("classification",))
+class ScaledEmbedder(Model):
+    name = "test-scaled-embedder"
+    capabilities = Capabilities(forecast=False, embed=True, multivariate=True)
+
+    def __init__(self, seed: int = 0) -> None:
+        pass
+
+    def _embed(self, batch):
+        return FACTOR * np.concatenate([batch.values.mean(axis=2), batch.values.std(axis=2)], axis=1)
+'''
+
+
+def _embedder(tmp_path: Path, factor: float) -> dict[str, str]:
+    (tmp_path / "embed_plugin.py").write_text(textwrap.dedent(EMBEDDER.format(factor=factor)))
+    return {"PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}", "SOTER_BENCH_PLUGINS": "embed_plugin"}
+
+
+def _classify(folder: Path, out: Path, env: dict, *extra: str) -> subprocess.CompletedProcess:
+    return _cli("run", "classification", "--dataset", str(folder), "--models", "test-scaled-embedder", "--budgets",
+                "50", "100", "--seeds", "0", "--segment-length", "32", "--max-windows-per-subject", "6", "--out",
+                str(out), "--no-progress", *extra, env=env)
+
+
+def _scores(out: Path) -> pd.DataFrame:
+    rows = read_records(out / "records.csv")
+    return rows[["key", "status", "macro_f1", "macro_auroc"]].sort_values("key").reset_index(drop=True)
+
+
+def test_an_edited_model_is_never_served_its_old_embeddings(folder, tmp_path):
+    out = tmp_path / "out"
+    first = _classify(folder, out, _embedder(tmp_path, 1.0))
+    assert first.returncode == 0, first.stderr
+    before = _scores(out)
+    changed = _classify(folder, out, _embedder(tmp_path, 0.0))  # the embedding multiplied by zero
+    assert changed.returncode == 0, changed.stderr
+    assert "2 of them recomputed: their code changed" in changed.stdout
+    fresh = _classify(folder, tmp_path / "fresh", _embedder(tmp_path, 0.0))
+    assert fresh.returncode == 0, fresh.stderr
+    after = _scores(out)
+    pd.testing.assert_frame_equal(after, _scores(tmp_path / "fresh"))  # what a fresh folder gives
+    assert not np.allclose(after["macro_f1"], before["macro_f1"])  # and not the old code's numbers
+    rerun = _classify(folder, out, _embedder(tmp_path, 0.0), "--rerun")
+    assert rerun.returncode == 0, rerun.stderr
+    pd.testing.assert_frame_equal(_scores(out), after)
+    modes = {p.stat().st_mode & 0o777 for p in (out / "cache" / "embeddings").rglob("*.npy")}
+    assert modes and modes == {(tmp_path / "fresh" / "records.csv").stat().st_mode & 0o777}  # the records' mode
