@@ -82,3 +82,47 @@ def test_an_edited_model_is_never_served_its_old_embeddings(folder, tmp_path):
     pd.testing.assert_frame_equal(_scores(out), after)
     modes = {p.stat().st_mode & 0o777 for p in (out / "cache" / "embeddings").rglob("*.npy")}
     assert modes and modes == {(tmp_path / "fresh" / "records.csv").stat().st_mode & 0o777}  # the records' mode
+
+
+# -- item 3: the code digest covers the worker scripts ---------------------------------------------------
+WORKERS = REPO / "baselines" / "workers"
+# every model served by a worker script, and its script (MOMENT, Moirai, Lag-Llama, TTM, TimesFM 1.0/2.0, the
+# remote-code models)
+WORKER_OF = {
+    "moment-small": "moment_worker.py", "moment-base": "moment_worker.py", "moment-large": "moment_worker.py",
+    "moirai-moe-small": "moirai_worker.py", "moirai-moe-base": "moirai_worker.py",
+    "moirai-2.0-small": "moirai_worker.py", "lag-llama": "lag_llama_worker.py", "ttm": "ttm_worker.py",
+    "timesfm-1.0": "timesfm1_worker.py", "timesfm-2.0": "timesfm1_worker.py", "timer-base": "remote_code_worker.py",
+    "sundial-base": "remote_code_worker.py", "timemoe-base": "remote_code_worker.py",
+    "timemoe-large": "remote_code_worker.py", "mira-large": "remote_code_worker.py",
+}
+
+
+def test_the_code_digest_covers_every_worker_script_a_model_runs():
+    from harness.records.code_identity import code_files, row_modules
+    from models.registry import all_specs
+
+    named = {name: spec.options["worker"] for name, spec in all_specs().items() if "worker" in spec.options}
+    assert set(named) <= set(WORKER_OF) and all(WORKER_OF[m] == w for m, w in named.items())  # the list is whole
+    scripts = sorted(p.name for p in WORKERS.glob("*.py") if p.name not in ("__init__.py", "build_random.py"))
+    assert sorted(set(WORKER_OF.values()) | {"_protocol.py"}) == scripts  # every worker script serves a model
+    for model, script in WORKER_OF.items():
+        files = {p.resolve() for p in code_files(row_modules(model, "forecasting")).values()}
+        assert {(WORKERS / script).resolve(), (WORKERS / "_protocol.py").resolve()} <= files, model
+        assert (REPO / "baselines" / "envs" / f"{all_specs()[model].options.get('env', 'x')}.txt").resolve() in files \
+            or "env" not in all_specs()[model].options, model
+
+
+def test_editing_a_script_a_module_runs_changes_the_code_digest(tmp_path, monkeypatch):
+    from harness.records import code_identity
+
+    package = tmp_path / "runs_scripts_pkg"
+    (package / "workers").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "adapter.py").write_text('RUNS_FILES = ("workers/*.py",)\n')
+    worker = package / "workers" / "worker.py"
+    worker.write_text("print(1)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = code_identity.code_digest(("runs_scripts_pkg.adapter",))
+    worker.write_text("print(2)\n")
+    assert code_identity.code_digest(("runs_scripts_pkg.adapter",)) != before
