@@ -126,3 +126,72 @@ def test_editing_a_script_a_module_runs_changes_the_code_digest(tmp_path, monkey
     before = code_identity.code_digest(("runs_scripts_pkg.adapter",))
     worker.write_text("print(2)\n")
     assert code_identity.code_digest(("runs_scripts_pkg.adapter",)) != before
+
+
+# -- item 5: an ok row holds every metric of its task ------------------------------------------------------
+def _small_run(folder: Path, out: Path, models=("last-value",), **options):
+    from harness.run.runner import RunConfig, execute
+    from protocols.specs import Setting
+
+    options = {"settings": (Setting(48, 24),), "max_windows_per_subject": 2, **options}
+    return execute(RunConfig(datasets=(str(folder),), models=tuple(models), out=out, options=options, progress=False),
+                   log=lambda m: None)
+
+
+def _blank(path: Path, column: str) -> None:
+    """Empty ``column`` in the first ok row of a records file (as a hand edit or a broken writer would)."""
+    import csv
+
+    with open(path, newline="") as fh:
+        rows = list(csv.reader(fh))
+    at = rows[0].index(column)
+    first = next(i for i, r in enumerate(rows[1:], start=1) if r[rows[0].index("status")] == "ok")
+    rows[first][at] = ""
+    with open(path, "w", newline="") as fh:
+        csv.writer(fh, lineterminator="\n").writerows(rows)
+
+
+@pytest.mark.parametrize("column", ["sse", "n_points", "sae"])
+def test_an_ok_row_without_an_error_sum_is_refused_not_read_as_nan(column, folder, tmp_path, capsys):
+    from harness.cli import main
+    from harness.records.store import RecordStoreError
+
+    run = _small_run(folder, tmp_path / "out")
+    _blank(run.records_path, column)
+    with pytest.raises(RecordStoreError, match=f"line 2: an ok row without {column}"):
+        read_records(run.records_path)
+    capsys.readouterr()
+    assert main(["table", "forecasting", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"an ok row without {column}" in err
+    assert main(["repair", "--out", str(tmp_path / "out")]) == 0
+    assert len(read_records(run.records_path)) == run.planned - 1  # the row moved aside, the others kept
+
+
+def test_each_task_names_what_an_ok_row_holds():
+    from harness.records.store import COLUMNS, row_problem
+
+    row = dict.fromkeys(COLUMNS, "")
+    row.update(key="k", task="classification", status="ok", macro_f1="0.5", macro_auroc="nan")
+    assert row_problem(row) is None  # Macro-AUROC is undefined when a fold lacks a class
+    assert "without macro_f1" in row_problem({**row, "macro_f1": ""})
+    assert "without macro_auroc" in row_problem({**row, "macro_auroc": ""})
+    # physiology: the sums always; RMSE and MAE exactly when a (span, channel) pair was scored
+    rate = {**dict.fromkeys(COLUMNS, ""), "key": "k", "task": "physiology", "status": "ok", "sse": "0.0",
+            "sae": "0.0", "n_points": "0"}
+    assert row_problem(rate) is None  # every prediction without a rate: no error to average, the sums pool
+    assert "without mae" in row_problem({**rate, "n_points": "3", "sse": "1.0", "sae": "1.0", "rmse": "0.5"})
+    assert "no (span, channel) pair was scored" in row_problem({**rate, "rmse": "0.1", "mae": "0.1"})
+    assert "without sse" in row_problem({**rate, "sse": ""})
+
+
+def test_a_row_the_store_refuses_becomes_an_error_row_and_the_sweep_goes_on(tmp_path):
+    from harness.records.store import RecordStore
+    from harness.run.runner import _write_result
+
+    store = RecordStore(tmp_path / "records.csv")
+    fields = {"task": "forecasting", "dataset": "toy", "fold": "S1", "setting": "48/24", "condition": "clean",
+              "model": "m", "seed": 0, "protocol": "p", "key": "0123456789abcdef"}
+    _write_result(store, {**fields, "status": "ok", "rmse": 0.1, "mae": 0.1, "sse": 1.0, "sae": 1.0})  # no n_points
+    row = RecordStore(tmp_path / "records.csv", readonly=True).get("0123456789abcdef")
+    assert row["status"] == "error" and "an ok row without n_points" in row["error"]

@@ -13,7 +13,7 @@ from harness.records.cell_files import CELL_FILES, write_cell_files
 from harness.run.cells import WINDOW_ERRORS, Cell, run_cell, setting_name
 from harness.run.executor import EXECUTORS, make_executor
 from harness.run.progress import Progress
-from harness.records.store import RecordStore, RecordStoreError, row_key
+from harness.records.store import KEY_FIELDS, RecordStore, RecordStoreError, row_key
 from harness.records.window_store import write_window_errors
 from harness.records.configurations import recorded_code, with_identity
 from models.registry import get_spec, identity_digest, is_hub_id
@@ -431,8 +431,7 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
             _keep_arrays(config.out, str(fields["key"]), result.pop(WINDOW_ERRORS, None),  # before its row
                          result.pop(CELL_FILES, None))
             result["model_info"] = with_identity(result.get("model_info"), summary.identities[cell.model])
-            store.write({**fields, **result, "code_version": version,
-                         "finished_at": _now()})
+            _write_result(store, {**fields, **result, "code_version": version, "finished_at": _now()})
             summary.ran += 1
             seconds = result.get("seconds")
             bar.finished(cell.model, float(seconds) if isinstance(seconds, (int, float)) else None)
@@ -443,6 +442,17 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
         status = row["status"] if row else "missing"
         summary.status_counts[status] = summary.status_counts.get(status, 0) + 1
     return summary
+
+
+def _write_result(store: RecordStore, row: dict[str, object]) -> None:
+    """Append a cell's row; a row the store refuses (an ok row without a metric of its task, a metric that is
+    no number) is written as an ``error`` row saying why, so that one faulty cell never stops a sweep."""
+    try:
+        store.write(row)
+    except ValueError as exc:
+        kept = {k: row[k] for k in (*KEY_FIELDS, "key", "seconds", "model_info", "code_version", "finished_at")
+                if k in row}
+        store.write({**kept, "status": "error", "error": f"the task's row was no valid record: {exc}"[:2000]})
 
 
 def _keep_arrays(out: Path, key: str, windows, files) -> None:

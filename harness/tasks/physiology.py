@@ -59,6 +59,23 @@ class Physiology(Task):
         return dataclasses.replace(base, rates=options.rates or base.rates, mask=mask_of(options),
                                    sampling=SamplingSpec(max_windows_per_subject=maxw, seed=seed))
 
+    ok_fields = ("sse", "sae", "n_points")  # the sums pool exactly over folds
+
+    def ok_row_problem(self, row):
+        """The sums always; RMSE and MAE exactly when a pair was scored (``n_points`` > 0). A fold whose every
+        prediction has no detectable rate scores no pair: its RMSE and MAE are undefined, left empty, while its
+        sums (zero) and its failures (``details``) pool into the cell (docs/records.md)."""
+        problem = super().ok_row_problem(row)
+        if problem:
+            return problem
+        scored = int(row["n_points"]) > 0
+        for name in ("rmse", "mae"):
+            if scored and row.get(name, "") == "":
+                return f"an ok row without {name} although {row['n_points']} (span, channel) pairs were scored"
+            if not scored and row.get(name, "") != "":
+                return f"an ok row with {name} {row[name]!r} although no (span, channel) pair was scored"
+        return None
+
     def points(self, spec):
         out = []
         if "forecast" in spec.sources:
