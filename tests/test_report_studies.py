@@ -189,6 +189,7 @@ def _records(models: dict[str, float]) -> pd.DataFrame:
                 row = {c: "" for c in COLUMNS}
                 row.update(task="forecasting", dataset="mitbih", fold=fold, setting=window, condition="clean",
                            model=model, seed=0, status="ok", sse=err ** 2 * n, sae=err * 0.5 * n, n_points=n,
+                           rmse=err, mae=err * 0.5,
                            key=f"{model}-{window}-{fold}")
                 rows.append(row)
     frame = pd.DataFrame(rows)
