@@ -195,3 +195,37 @@ def test_a_row_the_store_refuses_becomes_an_error_row_and_the_sweep_goes_on(tmp_
     _write_result(store, {**fields, "status": "ok", "rmse": 0.1, "mae": 0.1, "sse": 1.0, "sae": 1.0})  # no n_points
     row = RecordStore(tmp_path / "records.csv", readonly=True).get("0123456789abcdef")
     assert row["status"] == "error" and "an ok row without n_points" in row["error"]
+
+
+# -- item 2: rows of two samplings are never pooled ---------------------------------------------------------
+def _table_numbers(out: Path) -> dict[str, list[str]]:
+    """`harness table forecasting` in Markdown: header cell -> the last-value row's numbers."""
+    import contextlib
+    import io
+
+    from harness.cli import main
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["table", "forecasting", "--out", str(out), "--format", "markdown"]) == 0
+    lines = [line for line in printed.getvalue().splitlines() if line.startswith("|")]
+    header = [c.strip().replace("\\", "") for c in lines[0].strip("|").split("|")]  # Markdown escapes [ ]
+    row = next(line for line in lines if line.startswith("| last-value"))
+    return dict(zip(header[1:], [c.strip().split(" ")[0] for c in row.strip("|").split("|")[1:]]))
+
+
+def test_a_table_never_pools_rows_of_two_window_counts(folder, tmp_path):
+    both = tmp_path / "both"
+    _small_run(folder, both, max_windows_per_subject=2)
+    _small_run(folder, both, max_windows_per_subject=4)
+    _small_run(folder, tmp_path / "two", max_windows_per_subject=2)
+    _small_run(folder, tmp_path / "four", max_windows_per_subject=4)
+    shown = _table_numbers(both)
+    alone_two, alone_four = _table_numbers(tmp_path / "two"), _table_numbers(tmp_path / "four")
+    assert alone_two != alone_four  # the two samplings give other numbers
+    assert {k.replace("toy [maxw=2] ", "toy "): v for k, v in shown.items() if "maxw=2" in k} == alone_two
+    assert {k.replace("toy [maxw=4] ", "toy "): v for k, v in shown.items() if "maxw=4" in k} == alone_four
+    assert len(shown) == 4  # two columns a sampling, no pooled one
+    frame = read_records(both / "records.csv")
+    assert set(frame["dataset"]) == {"toy [maxw=2]", "toy [maxw=4]"} and set(frame["dataset_name"]) == {"toy"}
+    assert set(read_records(tmp_path / "two" / "records.csv")["dataset"]) == {"toy"}  # one sampling: its name

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.records.configurations import records_name
 from models.pretraining import Overlap, dataset_base, model_overlap
 
 from harness.records.dataset_sources import SOURCES_FILE, read_declared_sources, record_declared_sources  # noqa: F401
@@ -60,6 +61,7 @@ def overlap_of(label: str, dataset: str, models: Mapping[str, tuple[str, str | N
     name, checkpoint, user_weights, digest = models.get(label, (label, None, False, None))
     if user_weights and checkpoint is not None:
         return Overlap("unknown", "weights given with --weights: their pre-training data are not recorded", "", "")
+    dataset = records_name(dataset)  # "toy [maxw=4]": one sampling of toy (harness.records.configurations)
     return model_overlap(name, dataset, checkpoint, declared.get(dataset_base(dataset), ()), digest)
 
 
