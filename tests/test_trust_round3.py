@@ -229,3 +229,116 @@ def test_a_table_never_pools_rows_of_two_window_counts(folder, tmp_path):
     frame = read_records(both / "records.csv")
     assert set(frame["dataset"]) == {"toy [maxw=2]", "toy [maxw=4]"} and set(frame["dataset_name"]) == {"toy"}
     assert set(read_records(tmp_path / "two" / "records.csv")["dataset"]) == {"toy"}  # one sampling: its name
+
+
+# -- item 4: inputs checked from their headers and sizes before any array is read --------------------------
+def _export(folder: Path, tmp_path: Path):
+    from harness.external import export_windows, load_windows
+    from harness.run.runner import RunConfig
+    from protocols.specs import Setting
+
+    config = RunConfig(datasets=(str(folder),), models=("last-value",), out=tmp_path / "o", progress=False,
+                       device="cpu", options={"settings": (Setting(48, 24),), "max_windows_per_subject": 2})
+    export_windows(config, tmp_path / "w")
+    return load_windows(tmp_path / "w")
+
+
+def _bomb(path: Path, fingerprint: str, unit: str, megabytes: int) -> None:
+    """An npz whose unit array is ``megabytes`` of zeros, deflated (a few hundred KB on disk)."""
+    import zipfile
+
+    header = {"descr": "<f8", "fortran_order": False, "shape": (megabytes << 17,)}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("fingerprint.npy", "w") as member:
+            np.lib.format.write_array(member, np.array(fingerprint))
+        with archive.open(f"{unit}.npy", "w", force_zip64=True) as member:
+            np.lib.format.write_array_header_1_0(member, header)
+            zeros = bytes(1 << 20)
+            for _ in range(megabytes):
+                member.write(zeros)
+
+
+def test_a_zip_bomb_is_refused_from_its_headers_without_inflating_it(folder, tmp_path):
+    import tracemalloc
+
+    from harness.external import score_predictions
+    from harness.external.score import PredictionsError
+
+    windows = _export(folder, tmp_path)
+    bomb = tmp_path / "bomb.npz"
+    _bomb(bomb, windows.manifest.fingerprint, windows.units[0].id, megabytes=96)
+    assert bomb.stat().st_size < 1 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(PredictionsError, match=r"of shape \(12582912,\), expected \(2, 2, 24\)"):
+            score_predictions(tmp_path / "w", bomb, "bomb", tmp_path / "out")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20  # the 96 MB array was never allocated, nor inflated
+    assert not (tmp_path / "out" / "records.csv").exists()
+
+
+def test_an_npz_is_checked_against_its_limits_before_any_array_is_read(tmp_path, monkeypatch):
+    import zipfile
+
+    from harness.external import npz_reader
+    from harness.external.npz_reader import NpzError, npz_headers
+
+    good = tmp_path / "good.npz"
+    np.savez(good, a=np.zeros((4, 3)), b=np.arange(5))
+    headers = npz_headers(good)
+    assert {n: (h.shape, h.dtype.str) for n, h in headers.items()} == {"a": ((4, 3), "<f8"), "b": ((5,), "<i8")}
+    assert np.array_equal(npz_reader.read_array(good, headers["b"]), np.arange(5))
+    with pytest.raises(NpzError, match="more than the 0 MiB"):
+        npz_headers(good, limit=100)  # the documented size limit, all arrays together
+    monkeypatch.setattr(npz_reader, "MAX_ENTRIES", 1)
+    with pytest.raises(NpzError, match="2 zip members"):
+        npz_headers(good)  # counted from the end record, before zipfile parses the directory
+    monkeypatch.undo()
+    lying = tmp_path / "lying.npz"  # a header that claims more than its member holds
+    with zipfile.ZipFile(lying, "w") as archive, archive.open("a.npy", "w") as member:
+        np.lib.format.write_array_header_1_0(member, {"descr": "<f8", "fortran_order": False, "shape": (10 ** 9,)})
+        member.write(bytes(16))
+    with pytest.raises(NpzError, match=r"declares shape \(1000000000,\)"):
+        npz_headers(lying)
+    nested = tmp_path / "nested.npz"
+    with zipfile.ZipFile(nested, "w") as archive:
+        archive.writestr("../a.npy", b"")
+    with pytest.raises(NpzError, match="no array of an npz file"):
+        npz_headers(nested)
+    text = tmp_path / "text.npz"
+    text.write_text("model,window,value\n")
+    with pytest.raises(NpzError, match=r"not an npz file \(a zip of .npy arrays\)"):
+        npz_headers(text)
+
+
+def test_a_text_file_named_npz_is_one_line_naming_what_it_is_not(folder, tmp_path, capsys):
+    from harness.cli import main
+
+    _export(folder, tmp_path)
+    (tmp_path / "p.npz").write_text("these are not predictions\n")
+    capsys.readouterr()
+    assert main(["score", "forecasting", "--export", str(tmp_path / "w"), "--predictions", str(tmp_path / "p.npz"),
+                 "--model", "mine", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not an npz file (a zip of .npy arrays)" in err and "allow_pickle" not in err
+
+
+def test_a_manifest_naming_a_file_outside_its_folder_is_refused_unread(folder, tmp_path):
+    import dataclasses
+    import json
+
+    from harness.external.layout import ExportFormatError, Manifest, Unit, read_manifest
+
+    _export(folder, tmp_path)
+    (tmp_path / "outside").mkdir()
+    value = json.loads((tmp_path / "w" / "manifest.json").read_text())
+    units = [Unit.from_json(u) for u in value["units"]]
+    units[0] = dataclasses.replace(units[0], file="../outside/u.npz")
+    (tmp_path / "outside" / "u.npz").write_bytes((tmp_path / "w" / "u00000.npz").read_bytes())
+    manifest = Manifest(value["task"], value["kind"], value["config"], tuple(units),
+                        tuple(value["quantile_levels"])).with_fingerprint()  # consistent, as a hostile export is
+    (tmp_path / "w" / "manifest.json").write_text(manifest.to_json())
+    with pytest.raises(ExportFormatError, match="is not a file name inside the export's folder"):
+        read_manifest(tmp_path / "w")
