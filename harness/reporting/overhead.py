@@ -20,18 +20,20 @@ from harness.reporting import paper
 
 OVERHEAD_FILE = "system_overhead.csv"
 PAPER_FILE = "system_overhead.csv"
-DEFAULT_DIR = Path(__file__).resolve().parents[1] / "results" / "benchmarks"  # the benchmark's default --out
+# where benchmarks/system_overhead.py writes by default (its --out takes this very path): the report's fallback
+DEFAULT_FILE = Path(__file__).resolve().parents[2] / "results" / "benchmarks" / OVERHEAD_FILE
 PAPER_HARDWARE = "the paper: \"the same hardware\" for all models; its experiments ran on a single NVIDIA RTX 4090 GPU"
 HOW = "python benchmarks/system_overhead.py (docs/published-sizes.md)"
 
 
-def find_overhead(results: Path, out: Path) -> Path | None:
-    """The newest ``system_overhead.csv`` under ``results`` (never under ``out``), else the benchmark's default."""
+def find_overhead(results: Path, out: Path, default: Path = DEFAULT_FILE) -> Path | None:
+    """The newest ``system_overhead.csv`` under ``results`` (never under ``out``), else ``default`` (the
+    benchmark's default output, :data:`DEFAULT_FILE`)."""
     root = results if results.is_dir() else results.parent
     found = [f for f in root.glob(f"**/{OVERHEAD_FILE}") if f.is_file()
              and not f.resolve().is_relative_to(out.resolve())]
-    if not found and (DEFAULT_DIR / OVERHEAD_FILE).is_file():
-        found = [DEFAULT_DIR / OVERHEAD_FILE]
+    if not found and Path(default).is_file():
+        found = [Path(default)]
     return max(found, key=lambda f: f.stat().st_mtime) if found else None
 
 
@@ -176,10 +178,11 @@ def plot_accuracy_vs_cost(points: pd.DataFrame, path: Path) -> list[Path]:
 
 
 def write_overhead(results: Path, out: Path, frame: pd.DataFrame, names: dict[str, str],
-                   records_file: Path | None = None,
-                   paper_dir: Path = paper.PAPER_DIR) -> tuple[list[str], list[tuple[str, str]]]:
+                   records_file: Path | None = None, paper_dir: Path = paper.PAPER_DIR,
+                   default: Path = DEFAULT_FILE) -> tuple[list[str], list[tuple[str, str]]]:
     """The report's System Overhead table and accuracy-versus-cost figure, and the random-weight rows no
-    table shows: (produced, not produced with why). ``names``: registry name -> the paper's name."""
+    table shows: (produced, not produced with why). ``names``: registry name -> the paper's name; ``default``:
+    the measurements used when none lie under ``results`` (the benchmark's default output)."""
     produced: list[str] = []
     missing: list[tuple[str, str]] = []
     if records_file is not None and Path(records_file).is_file():
@@ -190,10 +193,10 @@ def write_overhead(results: Path, out: Path, frame: pd.DataFrame, names: dict[st
             models = ", ".join(f"{m} ({n})" for m, n in rows["model"].value_counts().sort_index().items())
             missing.append(("random-weight rows", f"made with random weights (speed and shape only), shown in no "
                                                   f"table, leaderboard or comparison: {models}"))
-    found = find_overhead(Path(results), Path(out))
+    found = find_overhead(Path(results), Path(out), default)
     if found is None:
         missing.append(("table: System Overhead (app:system_overhead)",
-                        f"no {OVERHEAD_FILE} under {results} or in {DEFAULT_DIR}: {HOW}"))
+                        f"no {OVERHEAD_FILE} under {results} nor at {default}: {HOW}"))
         missing.append(("figure: accuracy against cost", f"needs {OVERHEAD_FILE}"))
         return produced, missing
     ours = read_overhead(found)
