@@ -342,3 +342,27 @@ def test_a_manifest_naming_a_file_outside_its_folder_is_refused_unread(folder, t
     (tmp_path / "w" / "manifest.json").write_text(manifest.to_json())
     with pytest.raises(ExportFormatError, match="is not a file name inside the export's folder"):
         read_manifest(tmp_path / "w")
+
+
+# -- item 7: the accuracy-versus-cost figure averages every model over the cells they share ---------------
+def test_accuracy_against_cost_is_a_mean_over_the_cells_every_model_finished():
+    from harness.reporting.overhead import accuracy_points
+
+    ours = pd.DataFrame([{"model": m, "weights": "trained", "status": "ok", "seconds_per_sample": s}
+                         for m, s in (("soter", 0.05), ("last-value", 0.001), ("drift", 0.001))])
+    rows = []
+    for setting, hard in (("48/24", 1.0), ("96/48", 3.0)):  # the longer setting is harder for everyone
+        for model, err in (("soter", 0.04), ("last-value", 0.06)):
+            if model == "last-value" and setting == "96/48":
+                continue  # last value ran the easy setting only
+            rows.append({"task": "forecasting", "status": "ok", "dataset": "d", "fold": "S1", "setting": setting,
+                         "condition": "clean", "seed": 0, "model": model, "rmse": err * hard, "model_info": ""})
+    rows.append({"task": "forecasting", "status": "ok", "dataset": "other", "fold": "S9", "setting": "48/24",
+                 "condition": "clean", "seed": 0, "model": "drift", "rmse": 0.5, "model_info": ""})
+    left_out: list = []
+    points = accuracy_points(ours, pd.DataFrame(rows), {"soter": "SOTER"}, left_out).set_index("model")
+    # on the one cell both finished SOTER is the better; its own mean (4.0 and 12.0 -> 8.0) would read worse
+    assert points.loc["SOTER", "rmse_x100"] == pytest.approx(4.0)
+    assert points.loc["last-value", "rmse_x100"] == pytest.approx(6.0)
+    assert set(points["cells"]) == {1} and "drift" not in points.index
+    assert any(what.endswith("drift") and "shares no forecasting cell" in why for what, why in left_out)
