@@ -366,3 +366,58 @@ def test_accuracy_against_cost_is_a_mean_over_the_cells_every_model_finished():
     assert points.loc["last-value", "rmse_x100"] == pytest.approx(6.0)
     assert set(points["cells"]) == {1} and "drift" not in points.index
     assert any(what.endswith("drift") and "shares no forecasting cell" in why for what, why in left_out)
+
+
+# -- item 8: ranks within a group: zero-shot, supervised, scored from a predictions file -------------------
+def test_rows_scored_from_a_file_are_ranked_in_a_group_of_their_own(folder, tmp_path):
+    from harness.external import save_predictions, score_predictions
+    from harness.reporting.stats_report import leaderboard
+    from harness.reporting.tables import SCORED_GROUP, error_table, render
+    from tests.test_external import last_value
+
+    out = tmp_path / "out"
+    _small_run(folder, out, ("last-value", "drift", "seasonal-naive"))
+    windows = _export(folder, tmp_path)
+    almost = {k: v + 0.001 for k, v in last_value(windows).items()}  # a hair from last value, made "elsewhere"
+    save_predictions(tmp_path / "p.npz", windows, almost)
+    score_predictions(tmp_path / "w", tmp_path / "p.npz", "mine", out)
+    frame = read_records(out / "records.csv")
+    board, _ = leaderboard(frame, {}, "forecasting")
+    alone, _ = leaderboard(frame[frame.model != "mine"], {}, "forecasting")
+    ranked = ["avg_rank", "wins", "ties", "losses", "cells_completed"]
+    pd.testing.assert_frame_equal(board.loc[list(alone.index), ranked], alone[ranked])
+    assert board.loc["mine", "group"] == SCORED_GROUP and board.loc["mine", ["wins", "ties", "losses"]].sum() == 0
+    assert np.isfinite(board.loc["mine", "skill"])  # its ratio to the baseline: comparable across groups
+    table = error_table(frame, "forecasting")
+    assert table.scored == ("mine",)
+    text = render(table).splitlines()
+    at = text.index("-- scored from a predictions file --")
+    assert text[at + 1].startswith("mine") and not any(m in text[at + 1] for m in "¹²")
+
+
+# -- item 11: a mark says better than another ---------------------------------------------------------------
+def test_two_values_mark_the_best_only_and_equal_values_none():
+    from harness.reporting.tables import Column, Entry, Table, render
+
+    col = Column("d", "Macro-F1", higher_is_better=True)
+
+    def marks(values: dict[str, float]) -> dict[str, str]:
+        table = Table("t", (col,), tuple(values), {(m, col): Entry(v, np.nan, 1, 1, "ok") for m, v in values.items()})
+        rows = [line.split() for line in render(table).splitlines() if line.split() and line.split()[0] in values]
+        return {r[0]: r[1].lstrip("0123456789.") for r in rows}
+
+    assert marks({"a": 60.0, "b": 40.0}) == {"a": "¹", "b": ""}  # of two, the other is the worst, not the second
+    assert marks({"a": 50.0, "b": 50.0}) == {"a": "", "b": ""}
+    assert marks({"a": 60.0, "b": 40.0, "c": 50.0}) == {"a": "¹", "b": "", "c": "²"}
+
+
+# -- item 12: a critical-difference diagram gives each model its own colour ---------------------------------
+def test_models_ten_registry_places_apart_get_distinct_colours():
+    from harness.reporting.figures import model_colours
+    from models.registry import all_specs
+
+    names = list(all_specs())
+    models = [names[i] for i in (0, 1, 2, 10, 11, 12, 20, 21, 22)]  # colliding indices mod 10
+    colours = model_colours(models)
+    assert len(set(colours.values())) == 9 and list(colours) == models
+    assert colours[names[0]] == "C0"  # a model whose own colour is free keeps it (the other figures')
