@@ -421,3 +421,43 @@ def test_models_ten_registry_places_apart_get_distinct_colours():
     colours = model_colours(models)
     assert len(set(colours.values())) == 9 and list(colours) == models
     assert colours[names[0]] == "C0"  # a model whose own colour is free keeps it (the other figures')
+
+
+# -- item 9: every comparison with the paper says what "ours" is ------------------------------------------
+def test_the_paper_comparison_says_which_checkpoint_subjects_and_windows_ours_are(tmp_path, monkeypatch):
+    import json
+
+    from safetensors import safe_open
+
+    from harness.reporting.report import write_report
+    from models.soter.registration import SHIPPED
+    from tests.test_report import fixed_records
+
+    frame = fixed_records()  # SOTER and last value on two MIT-BIH records, four settings
+    soter = frame["model"] == "soter"
+    frame.loc[soter, "model_info"] = json.dumps({"checkpoint": SHIPPED.name, "checkpoint_sha256": "f298a554a98546d1",
+                                                 "source": SHIPPED.relative_to(REPO).as_posix()})
+    frame["protocol"] = "maxw=2;stride=None;seed=0;data=0123456789ab"
+    frame["n_windows"] = 2
+    results = tmp_path / "run"
+    results.mkdir()
+    frame.to_csv(results / "records.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    report = write_report(results, tmp_path / "out")
+    text = (tmp_path / "out" / "comparison" / "main_results.md").read_text()
+    with safe_open(str(SHIPPED / "model.safetensors"), framework="np") as weights:
+        size = sum(int(np.prod(weights.get_slice(k).get_shape())) for k in weights.keys())
+    assert "Ours, beside the paper's numbers" in text
+    assert f"- soter: checkpoint {SHIPPED.name}, {size / 1e6:.2f}M parameters, weights sha256 f298a554a98546d1" in text
+    assert ("- mitbih: 2 test subjects (100, 101), at most 2 windows per subject, 2 scored per subject and setting on "
+            "average; seed 0; settings 48/24, 72/36, 96/48, 128/64") in text
+    assert "- last-value: no trained weights (a statistical baseline)" in text
+    # item 12: the caption as text, the main table's condition in words, no absolute path in the header
+    assert "rescaled by 10²" in text and "$" not in text and "\\ref" not in text
+    assert "mean over the 4 settings (context/horizon)" in text and "mean over 4 windows" not in text
+    page = report.html.read_text()
+    assert "10^{2}" not in page and "Table~" not in page and "rescaled by 10²" in page
+    assert "trained on a GPU" not in report.path.read_text()  # the study runners train on a CPU too
+    header = page[page.index("<h1>Report</h1>"):page.index("<nav>")]
+    assert "Records: run/records.csv" in header and "Paper tables: " in header
+    assert str(tmp_path) not in header and str(REPO) not in header
