@@ -20,10 +20,17 @@ from harness.records.store import read_records
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``python -m harness ARGS`` in a fresh process (a plugin edited between calls is imported anew)."""
+def _cli(*args: str, env: dict | None = None, limit: int | None = None) -> subprocess.CompletedProcess:
+    """``python -m harness ARGS`` in a fresh process (a plugin edited between calls is imported anew; a file-size
+    ``limit`` makes the disk "full")."""
+    def shrink() -> None:
+        if limit is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
     return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=600)
+                          env={**os.environ, **(env or {})}, preexec_fn=shrink, timeout=600)
 
 
 # -- item 1: the embedding cache is keyed by the code ----------------------------------------------------
@@ -461,3 +468,54 @@ def test_the_paper_comparison_says_which_checkpoint_subjects_and_windows_ours_ar
     header = page[page.index("<h1>Report</h1>"):page.index("<nav>")]
     assert "Records: run/records.csv" in header and "Paper tables: " in header
     assert str(tmp_path) not in header and str(REPO) not in header
+
+
+# -- item 11: the smaller ones ---------------------------------------------------------------------------------
+def test_a_refused_model_load_is_tried_once_per_process_not_once_per_cell(folder, tmp_path):
+    from protocols.specs import Setting
+    from tests.plugin_models import RefusedLoad
+
+    RefusedLoad.tries = 0
+    run = _small_run(folder, tmp_path / "out", ("test-refused-load",), settings=(Setting(48, 24), Setting(72, 36)))
+    rows = read_records(run.records_path)
+    assert run.planned == 6 and len(rows) == 6 and set(rows["status"]) == {"error"}
+    assert rows["error"].str.contains("this checkpoint is refused").all()  # every row says why
+    assert RefusedLoad.tries == 1
+
+
+def test_a_full_disk_during_an_export_leaves_nothing_that_blocks_the_rerun(folder, tmp_path):
+    args = ["windows", "export", "forecasting", "--dataset", str(folder), "--settings", "48/24",
+            "--max-windows-per-subject", "2", "--out", str(tmp_path / "w")]
+    full = _cli(*args, limit=4096)
+    assert full.returncode == 2 and full.stderr.count("\n") == 1, full.stderr
+    assert "could not write the export" in full.stderr and "nothing of it was kept" in full.stderr
+    assert "record" not in full.stderr  # an export writes no records
+    assert not (tmp_path / "w").exists()
+    again = _cli(*args)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "w" / "manifest.json").is_file()
+
+
+@pytest.mark.parametrize("manifest", ["dataset.toml", "dataset.json"])
+def test_a_manifest_with_a_byte_order_mark_reads_as_without(manifest, tmp_path):
+    import json
+
+    from protocols.data import dataset_fingerprint
+    from protocols.datasets import load_dataset
+    from protocols.datasets.folder import write_folder_dataset
+    from tests.conftest import make_dataset
+
+    path = tmp_path / "toy"
+    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), path)
+    before = dataset_fingerprint(load_dataset(str(path)))
+    if manifest == "dataset.toml":  # the same fields as TOML (the JSON writer's values are strings, numbers, lists)
+        fields = json.loads((path / "dataset.json").read_text())
+        (path / "dataset.json").unlink()
+        top = [f"{k} = {json.dumps(v).lower() if isinstance(v, bool) else json.dumps(v)}"
+               for k, v in fields.items() if k != "recordings"]
+        tables = ["[[recordings]]\n" + "\n".join(f"{k} = {json.dumps(v)}" for k, v in r.items())
+                  for r in fields["recordings"]]
+        (path / "dataset.toml").write_text("\n".join(top) + "\n\n" + "\n\n".join(tables) + "\n")
+        assert dataset_fingerprint(load_dataset(str(path))) == before
+    (path / manifest).write_bytes(b"\xef\xbb\xbf" + (path / manifest).read_bytes())  # as Notepad saves it
+    assert dataset_fingerprint(load_dataset(str(path))) == before

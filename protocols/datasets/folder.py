@@ -42,7 +42,7 @@ def _read_manifest(path: Path) -> tuple[Path, dict[str, Any]]:
         raise DatasetError(f"{path}: both {' and '.join(MANIFESTS)} exist; keep one manifest")
     manifest = present[0]
     try:
-        text = manifest.read_text(encoding="utf-8")
+        text = manifest.read_text(encoding="utf-8-sig")  # a byte-order mark some editors write: not part of it
         data = tomllib.loads(text) if manifest.suffix == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{manifest}: malformed manifest: {exc}") from exc
