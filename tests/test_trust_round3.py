@@ -519,3 +519,29 @@ def test_a_manifest_with_a_byte_order_mark_reads_as_without(manifest, tmp_path):
         assert dataset_fingerprint(load_dataset(str(path))) == before
     (path / manifest).write_bytes(b"\xef\xbb\xbf" + (path / manifest).read_bytes())  # as Notepad saves it
     assert dataset_fingerprint(load_dataset(str(path))) == before
+
+
+def test_names_from_the_records_are_text_in_reports_and_figures(tmp_path):
+    """A dataset named with HTML and with TeX: REPORT.md and a Markdown breakdown show the name, never render it;
+    a figure draws it as a label (matplotlib's mathtext failed to parse it, and the report wrote nothing)."""
+    import dataclasses
+
+    from harness.reporting.breakdown import by_subject
+    from harness.reporting.report import write_report
+    from protocols.datasets.folder import write_folder_dataset
+    from protocols.specs import Setting
+    from tests.conftest import make_dataset
+    from harness.run.runner import RunConfig, execute
+
+    name = "<b>toy</b> $x\\frac{1$"
+    write_folder_dataset(dataclasses.replace(make_dataset(n_subjects=3, n_samples=300), name=name), tmp_path / "ds")
+    execute(RunConfig(task="noise", datasets=(str(tmp_path / "ds"),), models=("last-value", "drift"),
+                      out=tmp_path / "run", progress=False, options={"settings": (Setting(48, 24),),
+                                                                     "levels": (0.0, 0.5), "max_windows_per_subject": 2}),
+            log=lambda m: None)
+    report = write_report(tmp_path / "run", tmp_path / "out")
+    assert (tmp_path / "out" / "figures" / "noise_robustness.png").is_file()
+    text = report.path.read_text()
+    assert "<b>" not in text and "\\<b\\>toy" in text
+    breakdown = by_subject(read_records(tmp_path / "run" / "records.csv"), "noise", tmp_path / "run").render("markdown")
+    assert "<b>" not in breakdown and "\\<b\\>toy" in breakdown

@@ -50,9 +50,13 @@ class Panel:
 
 
 def pyplot():
+    """matplotlib's pyplot, headless, with every text drawn as it is: names from the records (a dataset called
+    ``$x\\frac{1``) are labels, never mathtext, which would fail to parse and stop the figure (no figure of
+    this project writes formulas)."""
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False
     import matplotlib.pyplot as plt
 
     return plt

@@ -242,15 +242,21 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
               f"Study outputs ({', '.join(f for f, _ in STUDY_OUTPUTS.values())}): searched under {shown_path(root)}.")
     appendix = "\n".join(registry_markdown())
     report.write_text("\n".join([
-        "# Report", "", header, "",
+        "# Report", "", no_html(header), "",
         "Units: every RMSE and MAE (normalised space), Macro-F1 and Macro-AUROC is x100, shown with two decimals, "
         "in tables, comparisons and figures alike.", "",
-        "## Produced", "", *[f"- {p}" for p in produced], "", "## Not produced", "",
-        *[f"- {what}: {why}" for what, why in missing], "", appendix]))
+        "## Produced", "", *[f"- {no_html(p)}" for p in produced], "", "## Not produced", "",
+        *[f"- {no_html(what)}: {no_html(why)}" for what, why in missing], "", appendix]))
     from harness.reporting.report_html import write_html
 
     page = write_html(out, header, produced, missing, appendix)
     return Report(report, tuple(produced), tuple(missing), page)
+
+
+def no_html(text: str) -> str:
+    """A line of REPORT.md with ``<`` and ``>`` escaped: a dataset named ``<b>x</b>`` is shown, never rendered as
+    HTML by a Markdown viewer (the lines keep their `code` marks)."""
+    return str(text).replace("<", "\\<").replace(">", "\\>")
 
 
 def shown_path(path: Path) -> str:
