@@ -542,6 +542,6 @@ def test_names_from_the_records_are_text_in_reports_and_figures(tmp_path):
     report = write_report(tmp_path / "run", tmp_path / "out")
     assert (tmp_path / "out" / "figures" / "noise_robustness.png").is_file()
     text = report.path.read_text()
-    assert "<b>" not in text and "\\<b\\>toy" in text
+    assert "\\<b>toy\\</b>" in text and "<b>" not in text.replace("\\<", "")  # every tag opener escaped
     breakdown = by_subject(read_records(tmp_path / "run" / "records.csv"), "noise", tmp_path / "run").render("markdown")
     assert "<b>" not in breakdown and "\\<b\\>toy" in breakdown

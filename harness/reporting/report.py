@@ -254,9 +254,9 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
 
 
 def no_html(text: str) -> str:
-    """A line of REPORT.md with ``<`` and ``>`` escaped: a dataset named ``<b>x</b>`` is shown, never rendered as
-    HTML by a Markdown viewer (the lines keep their `code` marks)."""
-    return str(text).replace("<", "\\<").replace(">", "\\>")
+    """A line of REPORT.md with ``<`` escaped (what opens a tag; ``>=`` stays as written): a dataset named
+    ``<b>x</b>`` is shown, never rendered as HTML by a Markdown viewer (the lines keep their `code` marks)."""
+    return str(text).replace("<", "\\<")
 
 
 def shown_path(path: Path) -> str:
