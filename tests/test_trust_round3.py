@@ -400,6 +400,17 @@ def test_rows_scored_from_a_file_are_ranked_in_a_group_of_their_own(folder, tmp_
     text = render(table).splitlines()
     at = text.index("-- scored from a predictions file --")
     assert text[at + 1].startswith("mine") and not any(m in text[at + 1] for m in "¹²")
+    # item 11: its pre-training overlap note names where it was read, and no empty date
+    import contextlib
+    import io
+
+    from harness.cli import main
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["table", "forecasting", "--out", str(out), "--format", "markdown"]) == 0
+    note = next(line for line in printed.getvalue().splitlines() if line.startswith("? mine: pre-training overlap"))
+    assert note.endswith("(pretraining\\_overlap.toml)") and "checked" not in note
 
 
 # -- item 11: a mark says better than another ---------------------------------------------------------------
@@ -545,3 +556,38 @@ def test_names_from_the_records_are_text_in_reports_and_figures(tmp_path):
     assert "\\<b>toy\\</b>" in text and "<b>" not in text.replace("\\<", "")  # every tag opener escaped
     breakdown = by_subject(read_records(tmp_path / "run" / "records.csv"), "noise", tmp_path / "run").render("markdown")
     assert "<b>" not in breakdown and "\\<b\\>toy" in breakdown
+
+
+def test_a_time_error_prints_plain_numbers(tmp_path):
+    from protocols.data import DatasetError
+    from protocols.datasets import load_dataset
+    from protocols.datasets.folder import write_folder_dataset
+    from tests.conftest import make_dataset
+
+    path = tmp_path / "toy"
+    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), path)
+    first = sorted(path.glob("*.csv"))[0]
+    lines = first.read_text().splitlines()
+    lines[2], lines[3] = lines[3], lines[2]  # two rows swapped: time goes back
+    first.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DatasetError, match=r"'time' is not strictly increasing at data row 3 \(0\.2 then 0\.1\)") as err:
+        load_dataset(str(path))
+    assert "np.float64" not in str(err.value)
+
+
+def test_a_channel_never_observed_on_the_training_subjects_is_named_without_a_numpy_warning():
+    import dataclasses
+    import warnings
+
+    from protocols.data import DatasetError
+    from protocols.scaling import fit_minmax
+    from tests.conftest import make_dataset
+
+    ds = make_dataset(n_subjects=3, n_samples=300)
+    recs = tuple(dataclasses.replace(r, values=np.vstack([r.values[:1], np.full_like(r.values[1:], np.nan)]))
+                 for r in ds.recordings)
+    ds = dataclasses.replace(ds, recordings=recs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "All-NaN slice encountered" would be an error here
+        with pytest.raises(DatasetError, match=r"channel 'b' has no observed value on the training subjects S00, S01"):
+            fit_minmax(ds, ("S00", "S01"))

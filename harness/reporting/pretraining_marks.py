@@ -84,7 +84,8 @@ def mark_table(table, frame: pd.DataFrame, task: str, stem: str = "",
             continue
         o = overlap_of(label, dataset, models, declared)
         entries[(label, col)] = dataclasses.replace(entry, overlap=o.status)
-        where = f" ({o.cite}; checked {o.checked})" if o.cite else ""
+        # where the status was read, and when it was checked (a model with no registry entry has no date)
+        where = f" ({o.cite}" + (f"; checked {o.checked}" if o.checked else "") + ")" if o.cite else ""
         if o.may_have_seen:
             seen[(label, dataset)] = f"{label} on {dataset}: pre-training overlap {o.status}: {o.reason}{where}"
         elif o.status == "unknown":

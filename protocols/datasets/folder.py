@@ -232,7 +232,7 @@ def _read_recording(file: Path, entry: dict[str, str], channels: tuple[str, ...]
     if times.size > 1 and not np.all(np.diff(times) > 0):
         (row,) = _first(~(np.diff(times) > 0))
         raise DatasetError(f"{file}: 'time' is not strictly increasing at data row {row + 2} "
-                           f"({times[row]!r} then {times[row + 1]!r})")
+                           f"({float(times[row])!r} then {float(times[row + 1])!r})")
     values = np.stack([_numeric(frame, c, file) for c in channels])
     _check_value_range(file, values, channels)
     if not allow_missing and np.isnan(values).any():
