@@ -591,3 +591,45 @@ def test_a_channel_never_observed_on_the_training_subjects_is_named_without_a_nu
         warnings.simplefilter("error")  # numpy's "All-NaN slice encountered" would be an error here
         with pytest.raises(DatasetError, match=r"channel 'b' has no observed value on the training subjects S00, S01"):
             fit_minmax(ds, ("S00", "S01"))
+
+
+def test_a_span_whose_peak_intervals_scatter_has_no_rate_and_no_numpy_warning(monkeypatch):
+    import warnings
+
+    from protocols import physiology
+
+    monkeypatch.setattr(physiology, "detect_peaks", lambda x, fs, measure: np.array([0, 10, 100]))
+    measure = physiology.MEASURES["hr-ecg"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "Mean of empty slice" would be an error here
+        assert physiology.mean_rate(np.sin(np.arange(400) / 5.0), 100.0, measure) is None
+
+
+def test_physiology_tables_name_the_unit_and_never_mark_a_row_with_no_rate_best(tmp_path):
+    """Two models on one measure: one forecasts rates (the better), one never (100 % no rate, its MAE undefined);
+    a condition whose every row failed keeps the measure's unit in its header."""
+    import json
+
+    from harness.records.store import COLUMNS, rows_to_frame
+    from harness.reporting.tables import render
+    from harness.tasks.physiology import TASK
+
+    def row(model, fold, condition, n, status="ok", unit="bpm"):
+        facts = {"unit": unit, "pairs": 2, "truth_failed": 0, "prediction_failed": 2 - n} if status == "ok" else {}
+        base = {**dict.fromkeys(COLUMNS, ""), "key": f"{model}{fold}{condition}", "task": "physiology",
+                "dataset": "d", "fold": fold, "setting": "30s/20s", "condition": condition, "model": model,
+                "seed": "0", "protocol": "p", "status": status, "details": json.dumps(facts),
+                "finished_at": "2026-11-25T00:00:00+00:00"}
+        if status != "ok":
+            return {**base, "error": "no span could be taken"}
+        sums = {"sse": repr(4.0 * n), "sae": repr(2.0 * n), "n_points": str(n)}
+        return {**base, **sums, **({"rmse": "2.0", "mae": "2.0"} if n else {})}
+
+    rows = [row(m, f, "hr-ecg", n) for f in ("P1", "P2") for m, n in (("seasonal-naive", 2), ("last-value", 0))]
+    rows += [row(m, f, "br-resp", 0, status="error") for f in ("P1", "P2") for m in ("seasonal-naive", "last-value")]
+    frame = rows_to_frame(rows).assign(model_name=lambda f: f["model"])
+    (_, table), = TASK.tables(frame)
+    text = render(table)
+    assert "hr-ecg MAE (bpm)" in text and "br-resp MAE (breaths/min)" in text and "MAE ()" not in text
+    line = next(x for x in text.splitlines() if x.startswith("last-value"))
+    assert "no rate" in line and "100.00" in line and "¹" not in line and "²" not in line  # the worst: unmarked
