@@ -633,3 +633,37 @@ def test_physiology_tables_name_the_unit_and_never_mark_a_row_with_no_rate_best(
     assert "hr-ecg MAE (bpm)" in text and "br-resp MAE (breaths/min)" in text and "MAE ()" not in text
     line = next(x for x in text.splitlines() if x.startswith("last-value"))
     assert "no rate" in line and "100.00" in line and "¹" not in line and "²" not in line  # the worst: unmarked
+
+
+# -- item 12: tried as a new user would ------------------------------------------------------------------------
+def _one_line(capsys, *args: str) -> str:
+    from harness.cli import main
+
+    capsys.readouterr()
+    assert main(list(args)) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and captured.err.startswith("error: "), captured.err
+    return captured.err
+
+
+def test_an_option_value_of_the_wrong_type_is_refused_before_any_cell(folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    run = ["run", "forecasting", "--dataset", str(folder), "--models", "soter", "--settings", "48/24",
+           "--max-windows-per-subject", "2", "--out", str(out), "--no-progress"]
+    err = _one_line(capsys, *run, "--model-option", "soter.batch_size=lots")
+    assert "soter.batch_size: 'lots' is not a whole number" in err and not out.exists()
+    err = _one_line(capsys, *run, "--model-option", "soter.per_channel=3")
+    assert "soter.per_channel: 3 is not True or False" in err
+
+
+def test_weights_the_model_cannot_load_are_refused_before_planning(folder, tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    out = tmp_path / "out"
+    err = _one_line(capsys, "run", "forecasting", "--dataset", str(folder), "--models", "soter", "--weights",
+                    f"soter={tmp_path / 'empty'}", "--settings", "48/24", "--out", str(out), "--no-progress")
+    assert f"--weights soter={tmp_path / 'empty'}" in err and "model.safetensors" in err and not out.exists()
+
+
+def test_a_report_of_results_that_do_not_exist_is_refused(tmp_path, capsys):
+    err = _one_line(capsys, "report", "--results", str(tmp_path / "no" / "such"), "--out", str(tmp_path / "rep"))
+    assert "does not exist" in err and not (tmp_path / "rep").exists()

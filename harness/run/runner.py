@@ -234,6 +234,26 @@ def _check_model_options(config: RunConfig, model_names: tuple[str, ...]) -> Non
         if choices is not None and value not in choices:
             raise SpecError(f"--model-option {model}.{key}: {value!r} is not one of "
                             f"{', '.join(repr(c) for c in choices)}")
+        kinds = get_spec(model).option_types().get(key)
+        if kinds is not None and not _fits(value, kinds):
+            raise SpecError(f"--model-option {model}.{key}: {value!r} is not "
+                            f"{' or '.join(_TYPE_WORDS.get(k, k.__name__) for k in kinds)}")
+
+
+_TYPE_WORDS = {int: "a whole number", float: "a number", bool: "True or False", str: "a string", Path: "a path",
+               type(None): "None"}
+
+
+def _fits(value: Any, kinds: tuple[type, ...]) -> bool:
+    """Whether a ``--model-option`` value (a literal, else the string given) has one of the annotated types: a
+    whole number passes for a float, a string for a path; True is no number."""
+    if isinstance(value, bool):
+        return bool in kinds
+    if isinstance(value, int):
+        return int in kinds or float in kinds
+    if isinstance(value, str):
+        return str in kinds or Path in kinds
+    return any(isinstance(value, k) for k in kinds if k is not Path)
 
 
 def _check_declares(model: str, option: str, what: str) -> None:
@@ -260,6 +280,16 @@ def _check_weights_path(model: str, value: str) -> None:
                     + (" (and it is not a hub id ORG/REPO)" if hub else ""))
 
 
+def _check_weights_usable(model: str, value: str) -> None:
+    """``--weights`` that the model cannot load (an empty folder, no weights file) is a usage error now, not a
+    row of ``unavailable`` in every cell: a reason the model gives with these weights and not without them."""
+    spec = get_spec(model)
+    with_them = spec.unavailable_reason(weights=value)
+    if with_them is not None and with_them != spec.unavailable_reason():
+        flag = f"--weights {model}={value}"
+        raise SpecError(with_them if flag in with_them else f"{flag}: {with_them}")
+
+
 def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple[Cell, dict[str, object]]], RunSummary]:
     """Resolve names (errors before any work starts) and list every cell with its key fields.
     ``cluster_gpus``: the GPUs of the Ray cluster the cells will run on (None: this machine's)."""
@@ -271,6 +301,7 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
         get_spec(name)
         _check_declares(name, "weights", f"--weights {name}={directory}")
         _check_weights_path(name, directory)
+        _check_weights_usable(name, directory)
     for name in config.trust_remote_code:
         get_spec(name)
         _check_declares(name, "trust_remote_code", f"--trust-remote-code {name}")
