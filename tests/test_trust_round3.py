@@ -667,3 +667,38 @@ def test_weights_the_model_cannot_load_are_refused_before_planning(folder, tmp_p
 def test_a_report_of_results_that_do_not_exist_is_refused(tmp_path, capsys):
     err = _one_line(capsys, "report", "--results", str(tmp_path / "no" / "such"), "--out", str(tmp_path / "rep"))
     assert "does not exist" in err and not (tmp_path / "rep").exists()
+
+
+# -- item 10: the sampling seed comes from the data, not from its name -----------------------------------------
+def test_a_renamed_dataset_gives_identical_windows_and_numbers(tmp_path):
+    import dataclasses
+
+    from harness.run.runner import RunConfig, execute
+    from protocols.datasets import load_dataset
+    from protocols.datasets.folder import write_folder_dataset
+    from protocols.specs import SamplingSpec, Setting
+    from protocols.windows import select_windows
+    from tests.conftest import make_dataset
+
+    data = make_dataset(n_subjects=3, n_samples=300)
+    folders = {name: tmp_path / name for name in ("toy", "renamed", "third name")}
+    for name, path in folders.items():
+        write_folder_dataset(dataclasses.replace(data, name=name), path)
+    loaded = [load_dataset(str(p)) for p in folders.values()]
+    sampling = SamplingSpec(max_windows_per_subject=2)
+    for subject in data.subjects:
+        drawn = {select_windows(ds, subject, Setting(48, 24), sampling).windows for ds in loaded}
+        assert len(drawn) == 1  # the same two of the subject's eleven candidate windows, whatever the name
+    numbers = []
+    for path in folders.values():
+        for task, options in (("forecasting", {"settings": (Setting(48, 24),)}), ("imputation", {"rates": (0.5,)}),
+                              ("noise", {"settings": (Setting(48, 24),), "levels": (0.3,)})):
+            execute(RunConfig(task=task, datasets=(str(path),), models=("last-value",), out=path.parent / f"o-{path.name}",
+                              seeds=(0,), progress=False, options={**options, "max_windows_per_subject": 2}),
+                    log=lambda m: None)
+        rows = read_records(path.parent / f"o-{path.name}" / "records.csv")
+        numbers.append(rows.sort_values(["task", "fold", "setting", "condition"])[["task", "fold", "rmse", "sse",
+                                                                                   "n_points"]].reset_index(drop=True))
+    assert len(numbers[0]) == 9
+    for other in numbers[1:]:
+        pd.testing.assert_frame_equal(other, numbers[0])  # masks and noise draws too
