@@ -212,6 +212,18 @@ def current_code(model: str, task: str) -> str | None:
 @lru_cache(maxsize=64)
 def current_default_weights(model: str) -> tuple[str, str] | None:
     """(the digest, the folder name) of the weights ``model`` loads when given none (None: it has none)."""
+    from models.registry import get_spec
+
+    folder = default_weights_folder(model)
+    if folder is None:
+        return None
+    digest = get_spec(model).identity_parts().get("weights")
+    return (str(digest), folder.name) if digest else None
+
+
+def default_weights_folder(model: str):
+    """The folder of the checkpoint ``model`` loads when given none (a ``Path``; None: it has none, or the model
+    is not registered)."""
     from pathlib import Path
 
     from models.registry import UnknownModelError, get_spec, resolve
@@ -220,10 +232,7 @@ def current_default_weights(model: str) -> tuple[str, str] | None:
         spec = get_spec(model)
     except UnknownModelError:
         return None
-    if spec.default_weights is None:
-        return None
-    digest = spec.identity_parts().get("weights")
-    return (str(digest), Path(str(resolve(spec.default_weights)())).name) if digest else None
+    return None if spec.default_weights is None else Path(str(resolve(spec.default_weights)()))
 
 
 def code_problem(rows: pd.DataFrame, task: str) -> str:

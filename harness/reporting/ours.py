@@ -18,7 +18,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from harness.records.configurations import parse_info, records_name, row_identity, sampling_of
+from harness.records.configurations import (default_weights_folder, parse_info, records_name, row_identity,
+                                            sampling_of)
 
 REPO = Path(__file__).resolve().parents[2]
 _DIGEST = re.compile(r"[0-9a-f]{12,64}")  # a weights digest in a row's identity (else a hub id)
@@ -70,18 +71,11 @@ def checkpoint_folder(model: str, info: dict) -> Path | None:
         path = Path(source) if Path(source).is_absolute() else REPO / source
         if path.is_dir():
             return path
-    from models.registry import UnknownModelError, get_spec, resolve
-
-    try:
-        spec = get_spec(model)
-    except UnknownModelError:
-        return None
-    if spec.default_weights is None:
-        return None
-    folder = Path(str(resolve(spec.default_weights)()))
+    folder = default_weights_folder(model)
     identity = info.get("identity") if isinstance(info.get("identity"), dict) else {}
-    return folder if folder.is_dir() and (folder.name == info.get("checkpoint") or identity.get("weights_default")) \
-        else None
+    if folder is None or not folder.is_dir():
+        return None
+    return folder if folder.name == info.get("checkpoint") or identity.get("weights_default") else None
 
 
 def parameter_count(folder: Path) -> int | None:
