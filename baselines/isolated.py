@@ -43,6 +43,10 @@ from protocols.interface import Capabilities, Model, SeriesBatch, quantile_indic
 
 ENVS_DIR = Path(__file__).with_name("envs")
 WORKERS_DIR = Path(__file__).with_name("workers")
+# the worker scripts (run as processes, never imported) and the pinned requirements of their environments: named
+# here so that every row they compute has them in its code digest (harness.records.code_identity reads this
+# assignment from the source)
+RUNS_FILES = ("workers/*.py", "envs/*.txt")
 READY_MARKER = ".soter-bench-ready"  # written only after a complete install and a passing import check
 STDERR_TAIL = 3000  # characters of a worker's stderr quoted in errors
 

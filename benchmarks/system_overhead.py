@@ -4,7 +4,7 @@ Usage (from the repository root; OMP_NUM_THREADS=1 keeps torch from oversubscrib
 
     python benchmarks/system_overhead.py [--models NAME ...] [--setting 128/64] [--channels 1] [--batch 32]
         [--repeats 3] [--threads 2] [--device cpu|cuda] [--max-seconds 600] [--max-memory-gib 10]
-        [--out results/benchmarks/system_overhead.csv] [--rerun]
+        [--out results/benchmarks/system_overhead.csv (where `harness report` looks by default)] [--rerun]
 
 Default models: every paper model at its published size (:data:`PAPER_MODELS`), built with RANDOM weights
 (``baselines/published.py``; speed and shape only, never accuracy), SOTER at ``soter-paper`` with both
@@ -46,6 +46,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from harness.reporting.overhead import DEFAULT_FILE  # noqa: E402 (the one default the report reads too)
 
 # the paper's forecasting models, each measured at its published size (random weights where only the
 # architecture is available here); SOTER in both rollouts (the paper's is autoregressive)
@@ -280,7 +282,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--device", default="cpu")
     p.add_argument("--max-seconds", type=float, default=600.0)
     p.add_argument("--max-memory-gib", type=float, default=10.0)
-    p.add_argument("--out", type=Path, default=ROOT / "results" / "benchmarks" / "system_overhead.csv")
+    p.add_argument("--out", type=Path, default=DEFAULT_FILE,
+                   help="default: %(default)s, where `python -m harness report` finds it without --results")
     p.add_argument("--rerun", action="store_true", help="measure again the rows already in --out")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)  # the child: one model, one JSON line out
     return p.parse_args(argv)

@@ -187,6 +187,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "report":
             from harness.reporting.report import write_report
 
+            _output_folder(args.out, "--out", create=False)
+            if not Path(args.results).exists():  # as `table` does: no report of nothing, with exit 0
+                raise SpecError(f"--results {args.results} does not exist; run `python -m harness run ...` first, "
+                                "or name the folder that holds records.csv")
             _output_folder(args.out, "--out")
             print(write_report(args.results, args.out, studies=args.studies, reference=args.reference))
             return 0

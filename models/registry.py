@@ -54,6 +54,7 @@ import inspect
 import typing
 import re
 import sys
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Required, TypedDict, TypeVar, Unpack
@@ -222,13 +223,20 @@ class ModelSpec:
         """The values an option may take, for the factory's parameters annotated ``Literal[...]`` (the others
         are not listed): a bad value is then a usage error before any work, not a failed load in every cell.
         Imports the factory's module; an annotation that does not resolve lists nothing."""
-        factory = _resolve(self.factory)
-        try:
-            hints = typing.get_type_hints(factory)
-        except Exception:  # an annotation naming what the module does not import: no choices known
-            return {}
-        return {name: typing.get_args(hint) for name, hint in hints.items()
+        return {name: typing.get_args(hint) for name, hint in _parameter_hints(_resolve(self.factory)).items()
                 if typing.get_origin(hint) is typing.Literal and name not in REGISTRATION_OPTIONS}
+
+    def option_types(self) -> dict[str, tuple[type, ...]]:
+        """The types an option's value may have, for the factory's parameters annotated with plain types (``int``,
+        ``float``, ``bool``, ``str``, ``Path``, ``None`` and unions of them; the others are not listed): a value of
+        another type (``batch_size=lots``) is then a usage error before any work, not a failed load in every cell."""
+        out = {}
+        for name, hint in _parameter_hints(_resolve(self.factory)).items():
+            union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+            args = typing.get_args(hint) if union else (hint,)
+            if name not in REGISTRATION_OPTIONS and all(a in _PLAIN_TYPES for a in args):
+                out[name] = tuple(args)
+        return out
 
     def load(self, **options: Any) -> Model:
         reason = self.unavailable_reason(**options)
@@ -253,6 +261,21 @@ class ModelSpec:
         if not isinstance(model, Model):
             raise TypeError(f"factory of {self.name!r} returned {type(model).__name__}, not a Model")
         return model
+
+
+_PLAIN_TYPES = (int, float, bool, str, Path, type(None))
+
+
+def _parameter_hints(factory: Callable[..., Any]) -> dict[str, Any]:
+    """The resolved annotations of a factory's parameters (a class: its ``__init__``'s); {} when they do not
+    resolve (an annotation naming what the module does not import)."""
+    target = factory.__init__ if inspect.isclass(factory) else factory
+    try:
+        hints = typing.get_type_hints(target)
+    except Exception:
+        return {}
+    hints.pop("return", None)
+    return hints
 
 
 def identity_digest(parts: dict[str, Any]) -> str:

@@ -59,9 +59,9 @@ def check_classifiable(dataset: Dataset) -> None:
 
 
 def segment_offset(dataset: Dataset, rec: Recording, spec: ClassificationSpec, seed: int) -> int:
-    """Where a recording's segment grid starts, in [0, stride): drawn by (seed, dataset, recording)."""
+    """Where a recording's segment grid starts, in [0, stride): drawn by (seed, the data's content, recording)."""
     stride = spec.stride or spec.length
-    rng = np.random.default_rng(stable_seed(seed, dataset.name, rec.subject, rec.name,
+    rng = np.random.default_rng(stable_seed(seed, dataset.content_id, rec.subject, rec.name,
                                             "classification-offset", spec.length, stride))
     return int(rng.integers(stride))
 
@@ -157,8 +157,9 @@ def macro_scores(y_true: np.ndarray, y_pred: np.ndarray, proba: np.ndarray) -> t
     return f1, (float(np.mean(aucs)) if aucs else float("nan")), notes
 
 
-def fold_seed(seed: int, dataset: str, fold: str, budget: float) -> np.random.Generator:
-    return np.random.default_rng(stable_seed(seed, dataset, fold, "budget", budget))
+def fold_seed(seed: int, data: str, fold: str, budget: float) -> np.random.Generator:
+    """The draw of one fold's label budget; ``data``: the dataset's ``content_id``, not its name."""
+    return np.random.default_rng(stable_seed(seed, data, fold, "budget", budget))
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,7 @@ def evaluate_classification(
         if not test.any():
             pooled.notes.append(f"fold {fold.test_subject}: no labelled test segment")
             continue
-        rng = fold_seed(seed, dataset.name, fold.test_subject, budget)
+        rng = fold_seed(seed, dataset.content_id, fold.test_subject, budget)
         y_train = segments.labels[train]
         if embeddings is None:
             y_pred, proba = random_fold(int(test.sum()), np.unique(segments.labels), n_classes, rng)

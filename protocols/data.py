@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -52,6 +53,13 @@ class Dataset:
 
     def __post_init__(self) -> None:
         validate(self)
+
+    @cached_property
+    def content_id(self) -> str:
+        """A hash of the data alone (:func:`content_fingerprint`), not of the dataset's name: what every random
+        draw of the protocol (windows, masks, noise, label budgets) is seeded with, so that the same files under
+        another name give the same windows. Computed once per dataset object."""
+        return content_fingerprint(self)
 
     @property
     def subjects(self) -> tuple[str, ...]:
@@ -112,11 +120,22 @@ def validate(ds: Dataset) -> None:
 
 
 def dataset_fingerprint(ds: Dataset) -> str:
-    """Content hash: results computed on other data are never reused."""
+    """Content hash with the dataset's name (the records' ``data=``): results computed on other data are never
+    reused. Unchanged since the first records, so that their keys are too."""
+    return _fingerprint(ds, (ds.name, ds.channels, ds.sampling_rate, ds.label_names))
+
+
+def content_fingerprint(ds: Dataset) -> str:
+    """Content hash of the data alone: the channels, rate, label names and every recording's subject, name,
+    values, timestamps and labels; the dataset's name left out (a renamed copy has the same one)."""
+    return _fingerprint(ds, ("content", ds.channels, ds.sampling_rate, ds.label_names))
+
+
+def _fingerprint(ds: Dataset, head: tuple) -> str:
     import hashlib
 
     h = hashlib.sha1()
-    h.update(repr((ds.name, ds.channels, ds.sampling_rate, ds.label_names)).encode())
+    h.update(repr(head).encode())
     for r in ds.recordings:
         h.update(f"{r.subject}|{r.name}".encode())
         h.update(np.ascontiguousarray(r.values, dtype=np.float64).tobytes())

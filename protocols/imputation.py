@@ -94,10 +94,10 @@ def build_task(dataset: Dataset, fold: Fold, spec: ImputationSpec, rate: float, 
         _check_recorded(recorded, selection, values.shape)
         return ImputationTask(values, times, recorded.observed, recorded.queries), selection
     if spec.mask.is_paper:  # the paper's draw, unchanged: the same masks and queries as before masks had options
-        rng = np.random.default_rng(stable_seed(seed, dataset.name, fold.test_subject, "imputation", rate))
+        rng = np.random.default_rng(stable_seed(seed, dataset.content_id, fold.test_subject, "imputation", rate))
         observed = missing_mask(values.shape, rate, spec.warmup, rng)
     else:
-        rng = np.random.default_rng(stable_seed(seed, dataset.name, fold.test_subject, "imputation", rate,
+        rng = np.random.default_rng(stable_seed(seed, dataset.content_id, fold.test_subject, "imputation", rate,
                                                 spec.mask.name))
         observed = draw_mask(values.shape, rate, spec.warmup, spec.mask, nominal_sampling_rate(dataset), rng)
     queries = []

@@ -22,9 +22,10 @@ def channel_sigma(dataset: Dataset, fold: Fold) -> np.ndarray:
     return np.nanstd(scaler.transform(train), axis=1)
 
 
-def noise_draw(shape: tuple[int, ...], seed: int, dataset: str, subject: str, setting: Setting) -> np.ndarray:
-    """Standard normal noise, the same draw for every beta (common random numbers)."""
-    rng = np.random.default_rng(stable_seed(seed, dataset, subject, "noise", setting.context, setting.horizon))
+def noise_draw(shape: tuple[int, ...], seed: int, data: str, subject: str, setting: Setting) -> np.ndarray:
+    """Standard normal noise, the same draw for every beta (common random numbers); ``data``: the dataset's
+    ``content_id`` (the same data under another name draws the same noise)."""
+    rng = np.random.default_rng(stable_seed(seed, data, subject, "noise", setting.context, setting.horizon))
     return rng.standard_normal(shape)
 
 
@@ -35,7 +36,7 @@ def evaluate_noise(model: Model, dataset: Dataset, fold: Fold, setting: Setting,
     sigma = channel_sigma(dataset, fold)
 
     def corrupt(context: np.ndarray) -> np.ndarray:
-        z = noise_draw(context.shape, seed, dataset.name, fold.test_subject, setting)
+        z = noise_draw(context.shape, seed, dataset.content_id, fold.test_subject, setting)
         return context + beta * sigma[None, :, None] * z
 
     return evaluate_forecasting(model, dataset, fold, setting, spec.forecasting(), corrupt_context=corrupt)
@@ -59,7 +60,7 @@ def evaluate_artefact(model: Model, dataset: Dataset, fold: Fold, setting: Setti
     fs = nominal_sampling_rate(dataset)
 
     def corrupt(context: np.ndarray) -> np.ndarray:
-        rng = np.random.default_rng(stable_seed(seed, dataset.name, fold.test_subject, "artefact", kind,
+        rng = np.random.default_rng(stable_seed(seed, dataset.content_id, fold.test_subject, "artefact", kind,
                                                 setting.context, setting.horizon))
         unit = unit_artefact(kind, context.shape, fs, rng, spec.artefact.mains_hz)
         return apply_artefact(kind, context, sigma, level, unit)

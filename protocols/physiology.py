@@ -85,6 +85,8 @@ def mean_rate(signal: np.ndarray, fs: float, measure: RateMeasure) -> float | No
     intervals = np.diff(peaks).astype(np.float64)
     median = np.median(intervals)
     regular = intervals[np.abs(intervals - median) <= OUTLIER_SHARE * median]  # drop spurious or missed peaks
+    if regular.size == 0:  # no interval near the median (two very different ones): no rate, and no numpy warning
+        return None
     rate = 60.0 * fs / float(np.mean(regular))
     low, high = measure.plausible
     return rate if low <= rate <= high else None

@@ -40,13 +40,13 @@ def fit_minmax(dataset: Dataset, subjects: tuple[str, ...] | list[str]) -> MinMa
     if not recs:
         raise DatasetError(f"dataset {dataset.name!r}: no recordings for subjects {list(subjects)}")
     stacked = np.concatenate([r.values for r in recs], axis=1)
-    with np.errstate(all="ignore"):
-        lo = np.nanmin(stacked, axis=1) if stacked.size else None
-        hi = np.nanmax(stacked, axis=1) if stacked.size else None
-    if lo is None or not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
-        raise DatasetError(
-            f"dataset {dataset.name!r}: a channel has no observed value on the training subjects"
-        )
+    observed = np.isfinite(stacked).any(axis=1)
+    if not observed.all():  # named before numpy is asked for the min of nothing (a warning, then NaN)
+        empty = [dataset.channels[i] for i in np.flatnonzero(~observed)]
+        raise DatasetError(f"dataset {dataset.name!r}: channel{'s' * (len(empty) > 1)} {', '.join(map(repr, empty))} "
+                           f"{'have' if len(empty) > 1 else 'has'} no observed value on the training subjects "
+                           f"{', '.join(map(str, subjects))}")
+    lo, hi = np.nanmin(stacked, axis=1), np.nanmax(stacked, axis=1)
     return MinMaxScaler(lo.astype(np.float64), hi.astype(np.float64))
 
 

@@ -54,7 +54,8 @@ class SamplingSpec:
     Candidate windows start every ``stride`` samples (default: the horizon, so that targets
     do not overlap); windows touching a missing (NaN) sample are skipped and counted; when a
     subject has more than ``max_windows_per_subject`` candidates, that many are drawn without
-    replacement with a generator seeded by (seed, dataset, subject, setting).
+    replacement with a generator seeded by (seed, the data's content fingerprint, subject, setting): the
+    dataset's name takes no part, so the same files under another name give the same windows.
     """
 
     max_windows_per_subject: int = 16

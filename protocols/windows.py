@@ -96,7 +96,7 @@ def select_segments(
             starts = starts[accept(rec, starts)]
         candidates.extend(WindowRef(i, int(s)) for s in starts)
     if len(candidates) > sampling.max_windows_per_subject:
-        rng = np.random.default_rng(stable_seed(sampling.seed, dataset.name, subject, tag))
+        rng = np.random.default_rng(stable_seed(sampling.seed, dataset.content_id, subject, tag))
         keep = np.sort(rng.choice(len(candidates), sampling.max_windows_per_subject, replace=False))
         candidates = [candidates[k] for k in keep]
     return WindowSelection(tuple(candidates), skipped_missing, short)

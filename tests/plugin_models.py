@@ -127,3 +127,19 @@ class SimpleExpSmoothing(Model):
         for t in range(1, batch.values.shape[2]):
             level = self.alpha * batch.values[:, :, t] + (1 - self.alpha) * level
         return np.repeat(level[:, :, None], query_times.shape[1], axis=2)
+
+
+@register_model(description="test only", default=False)
+class RefusedLoad(Model):
+    """A model whose load is refused (as an oversized checkpoint is), counting how often it was tried."""
+
+    name = "test-refused-load"
+    capabilities = Capabilities(multivariate=True)
+    tries = 0
+
+    def __init__(self, seed: int = 0) -> None:
+        RefusedLoad.tries += 1
+        raise ValueError("this checkpoint is refused")
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        raise AssertionError("never loaded")

@@ -29,7 +29,8 @@ TIMING = ["seconds", "finished_at", "code_version"]
 def _row(fold="S01", status="ok", rmse=0.5, model="m"):
     fields = dict(task="forecasting", dataset="d", fold=fold, setting="48/24", condition="clean",
                   model=model, seed=0, protocol="p")
-    return {**fields, "key": row_key(**fields), "status": status, "rmse": rmse, "mae": 0.25}
+    return {**fields, "key": row_key(**fields), "status": status, "rmse": rmse, "mae": 0.25, "sse": 4 * rmse ** 2,
+            "sae": 1.0, "n_points": 4}
 
 
 # -- item 2: concurrent runs into one store ---------------------------------------------------
@@ -42,7 +43,8 @@ def test_two_processes_creating_200_stores_leave_valid_files(tmp_path):
         for i in range(200):
             fields = dict(task="forecasting", dataset="d", fold=who, setting="48/24", condition="clean",
                           model="m", seed=0, protocol="p")
-            RecordStore({str(tmp_path)!r} + f"/s{{i}}.csv").write({{**fields, "status": "ok", "rmse": 0.5}})
+            RecordStore({str(tmp_path)!r} + f"/s{{i}}.csv").write({{**fields, "status": "ok", "rmse": 0.5, "mae": 0.5,
+                                                                "sse": 1.0, "sae": 2.0, "n_points": 4}})
     """)
     procs = [subprocess.Popen([sys.executable, "-c", script, who]) for who in ("A", "B")]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]

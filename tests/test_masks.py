@@ -91,7 +91,7 @@ def test_the_paper_mask_keeps_its_draw_condition_and_fingerprint():
     task, _ = build_task(ds, fold, spec, 0.25, 0)
     from protocols.windows import stable_seed
 
-    rng = np.random.default_rng(stable_seed(0, ds.name, fold.test_subject, "imputation", 0.25))
+    rng = np.random.default_rng(stable_seed(0, ds.content_id, fold.test_subject, "imputation", 0.25))
     assert (task.observed == missing_mask(task.values.shape, 0.25, 16, rng)).all()
     contiguous = ImputationSpec(length=32, mask=MaskSpec("contiguous"))
     assert contiguous.mask.condition(0.5) == "contiguous-1s-exponential-independent missing=50%"

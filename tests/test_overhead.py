@@ -246,11 +246,28 @@ def test_the_report_puts_the_overhead_beside_the_papers_and_plots_trained_models
     assert (tmp_path / "report" / "figures" / "accuracy_vs_cost.png").is_file()
 
 
-def test_without_measurements_the_report_says_how_to_make_them(tmp_path, monkeypatch):
+def test_the_default_report_shows_the_measurements_the_benchmark_writes_by_default(tmp_path, capsys):
+    """Nothing copied, nothing patched: the benchmark's default --out is the file a report without measurements
+    under --results shows (the committed measurements of results/benchmarks/)."""
+    from harness.reporting.overhead import DEFAULT_FILE
+
+    assert _benchmark_module().parse([]).out == DEFAULT_FILE == ROOT / "results" / "benchmarks" / "system_overhead.csv"
+    assert DEFAULT_FILE.is_file()  # measured here and committed
+    run = tmp_path / "run"
+    assert main([*RUN, "--models", "last-value", "--out", str(run)]) == 0  # a fresh run: no measurement in it
+    assert not list(run.rglob("system_overhead.csv"))
+    capsys.readouterr()
+    assert main(["report", "--results", str(run), "--out", str(tmp_path / "report")]) == 0
+    assert "table: System Overhead (tables/system_overhead.md" in capsys.readouterr().out
+    table = (tmp_path / "report" / "tables" / "system_overhead.md").read_text()
+    assert table.startswith("# System Overhead") and f"Measurements: {DEFAULT_FILE}" in table
+
+
+def test_without_measurements_the_report_says_how_to_make_them(tmp_path):
     from harness.reporting import overhead
 
-    monkeypatch.setattr(overhead, "DEFAULT_DIR", tmp_path / "nowhere")
-    made, missing = overhead.write_overhead(tmp_path, tmp_path / "out", pd.DataFrame(), {})
+    made, missing = overhead.write_overhead(tmp_path, tmp_path / "out", pd.DataFrame(), {},
+                                            default=tmp_path / "nowhere" / "system_overhead.csv")
     assert not made and any("benchmarks/system_overhead.py" in why for _, why in missing)
 
 

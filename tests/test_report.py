@@ -36,6 +36,7 @@ def fixed_records() -> pd.DataFrame:
                 status = "error" if (model == "last-value" and window == "128/64" and fold == "101") else "ok"
                 rows.append(_row(task="forecasting", dataset="mitbih", fold=fold, setting=window, condition="clean",
                                  model=model, seed=0, status=status, sse=err ** 2 * n if status == "ok" else np.nan,
+                                 rmse=err if status == "ok" else np.nan, mae=err * 0.6 if status == "ok" else np.nan,
                                  sae=err * 0.6 * n if status == "ok" else np.nan, n_points=n if status == "ok" else 0,
                                  error="boom" if status == "error" else ""))
             rows.append(_row(task="forecasting", dataset="mitbih", fold="100", setting=window, condition="clean",
@@ -130,7 +131,8 @@ def imputation_records() -> pd.DataFrame:
     """Last value on MIT-BIH at 25% missing, three seeds of two folds each."""
     rows = [_row(task="imputation", dataset="mitbih", fold=fold, setting="96", condition="missing=25%",
                  model="last-value", seed=seed, status="ok", sse=(0.05 + 0.01 * seed) ** 2 * 80,
-                 sae=0.6 * (0.05 + 0.01 * seed) * 80, n_points=80)
+                 sae=0.6 * (0.05 + 0.01 * seed) * 80, n_points=80, rmse=0.05 + 0.01 * seed,
+                 mae=0.6 * (0.05 + 0.01 * seed))
             for seed in (0, 1, 2) for fold in ("100", "101")]
     frame = pd.DataFrame(rows)
     frame["key"] = [f"i{i}" for i in range(len(frame))]

@@ -10,7 +10,8 @@ from harness.records.store import COLUMNS, KEY_FIELDS, RecordStore, RecordStoreE
 def _row(fold="S01", status="ok", rmse=0.5):
     fields = dict(task="forecasting", dataset="d", fold=fold, setting="48/24", condition="clean",
                   model="m", seed=0, protocol="p")
-    return {**fields, "key": row_key(**fields), "status": status, "rmse": rmse, "mae": 0.25}
+    return {**fields, "key": row_key(**fields), "status": status, "rmse": rmse, "mae": 0.25, "sse": 4 * rmse ** 2,
+            "sae": 1.0, "n_points": 4}
 
 
 def test_round_trip_and_latest_row_wins(tmp_path):
@@ -70,9 +71,10 @@ def test_tables_read_one_row_per_cell_the_latest_of_any_weights(tmp_path):
     store = RecordStore(path)
     fields = dict(task="forecasting", dataset="d", fold="S01", setting="48/24", condition="clean",
                   model="m", seed=0, protocol="p")
-    store.write({**fields, "key": row_key("weights-A", **fields), "status": "ok", "rmse": 0.5,
+    sums = {"mae": 0.25, "sse": 1.0, "sae": 1.0, "n_points": 4}
+    store.write({**fields, "key": row_key("weights-A", **fields), "status": "ok", "rmse": 0.5, **sums,
                  "finished_at": "2026-11-23T10:00:00+00:00"})
-    store.write({**fields, "key": row_key("weights-B", **fields), "status": "ok", "rmse": 0.3,
+    store.write({**fields, "key": row_key("weights-B", **fields), "status": "ok", "rmse": 0.3, **sums,
                  "finished_at": "2026-11-23T11:00:00+00:00"})
     store.write(_row(fold="S02"))
     frame = read_records(path)

@@ -256,18 +256,28 @@ def test_tables_show_the_supervised_group_apart_and_rank_it_apart(folder, tmp_pa
     text, zero_shot = render(both).splitlines(), render(alone).splitlines()
     label = text.index("-- supervised --")
     assert label > max(i for i, line in enumerate(text) if line.startswith(("last-value", "drift")))
-    assert text[label + 1].startswith("ridge") and "¹" in text[label + 1]  # the best of its own group
+    # ranked in its own group only: alone there, it is better than nothing, so it has no mark (never the zero-shot
+    # rows' best, whatever its numbers)
+    assert text[label + 1].startswith("ridge") and "¹" not in text[label + 1] and "²" not in text[label + 1]
     # the zero-shot rows are ranked exactly as without the supervised model
     assert [line.split() for line in text if line.startswith(("last-value", "drift"))] == \
         [line.split() for line in zero_shot if line.startswith(("last-value", "drift"))]
     assert f"*{SUPERVISED_GROUP}*" in render(both, "markdown")
     assert r"\midrule \multicolumn{3}{l}{\emph{supervised" in render(both, "latex")
-    # the report's leaderboard says which rows are supervised (a column only when there are any)
+    # the report's leaderboard ranks the supervised model apart too: the zero-shot models' ranks, wins, ties and
+    # losses are what they are without it, and it counts none against them
     from harness.reporting.stats_report import write_statistics
 
     write_statistics(frame, run.records_path.parent, tmp_path / "stats")
+    write_statistics(frame[frame.model != "ridge"], run.records_path.parent, tmp_path / "alone")
     board = pd.read_csv(tmp_path / "stats" / "leaderboard_forecasting.csv", index_col=0)
-    assert board["training"].to_dict() == {"last-value": "zero-shot", "drift": "zero-shot", "ridge": SUPERVISED_GROUP}
+    zero_shot = pd.read_csv(tmp_path / "alone" / "leaderboard_forecasting.csv", index_col=0)
+    ranked = ["avg_rank", "cells_completed"] + [c for c in ("wins", "ties", "losses") if c in zero_shot]
+    pd.testing.assert_frame_equal(board.loc[list(zero_shot.index), ranked], zero_shot[ranked])
+    assert board.loc["ridge", "avg_rank"] == 1.0 and board.loc["ridge", ranked[2:]].sum() == 0  # alone in its group
+    assert list(board.index)[-1] == "ridge" and board["group"].to_dict() == {
+        "last-value": "zero-shot", "drift": "zero-shot", "ridge": SUPERVISED_GROUP}
+    assert "group" not in zero_shot  # one group: the leaderboard keeps its columns
 
 
 def test_noise_task_trains_on_the_clean_training_subjects(folder, tmp_path):

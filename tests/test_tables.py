@@ -48,11 +48,11 @@ def test_text_markdown_latex_render_exactly():
     # A: rmse windows sqrt(4/200)=0.1414, sqrt(18/200)=0.3 -> x100 mean 22.07, std 15.86/sqrt(2)=11.21;
     # mae 1.0, 3.0 -> 2.00 +- 1.41
     # C: only 48/24 complete -> 10.00, one sample so no spread (partial, dagger, never ranked: A is best);
-    # B: 40, 50 -> 45 +- 7.07
+    # B: 40, 50 -> 45 +- 7.07: of the two ranked values the worse, so not "second" (issue #46)
     md = render(table, "markdown").splitlines()
     assert md[2] == "| Model | toy RMSE | toy MAE |"
     assert md[4] == "| A | **22.07** ± 11.21 | **2.00** ± 1.41 |"
-    assert md[5] == "| B | <u>45.00</u> ± 7.07 | <u>4.50</u> ± 0.71 |"
+    assert md[5] == "| B | 45.00 ± 7.07 | 4.50 ± 0.71 |"
     assert md[6] == "| C | 10.00† | 1.00† |"
     assert md[-1] == "† C on toy: 1/2 settings complete (RuntimeError: boom)"
     tex = render(table, "latex")
@@ -61,8 +61,8 @@ def test_text_markdown_latex_render_exactly():
     assert "C on toy: 1/2 settings complete" in tex  # the note, in every format
     text = render(table, "text")
     assert "22.07±11.21" in text and "10.00+" in text and "±0.00" not in text
-    # the terminal marks the best and second best as Markdown does (issue #32), partial cells never
-    assert "22.07±11.21¹" in text and "45.00±7.07²" in text and "10.00+¹" not in text and "Best ¹, second ²." in text
+    # the terminal marks the best as Markdown does (issue #32), partial cells never
+    assert "22.07±11.21¹" in text and "45.00±7.07 " in text and "10.00+¹" not in text and "Best ¹, second ²." in text
 
 
 def test_all_unavailable_model_is_labelled():

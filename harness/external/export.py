@@ -36,7 +36,25 @@ def export_windows(config: RunConfig, out: Path) -> Manifest:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise SpecError(f"--out {out} exists and is not an empty folder: an export goes into a new folder")
     planned = plan_units(config)
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        return _write_export(config, out, planned, kind)
+    except OSError as exc:  # a full disk, a file-size limit: nothing half-written is left to block the rerun
+        for path in out.iterdir():
+            path.unlink(missing_ok=True)
+        if created:
+            out.rmdir()
+        raise ExportWriteError(f"{exc.filename or out}: could not write the export ({exc.strerror or exc}); nothing "
+                               f"of it was kept in {out}: free space and export again") from None
+
+
+class ExportWriteError(RuntimeError):
+    """The export could not be written (a full disk): one line, after removing what was written."""
+
+
+def _write_export(config: RunConfig, out: Path, planned, kind: str) -> Manifest:
+    """Every unit's file, then the manifest (written last: an export without one is no export)."""
     task = config.task_object
     units = []
     for n, (cell, fields) in enumerate(planned):

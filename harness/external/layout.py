@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from harness.external.npz_reader import NpzError, read_npz
 from protocols.datasets.download import sha256 as file_digest  # a file's SHA-256, read in blocks
 
 FORMAT = "soter-bench-windows"
@@ -26,6 +26,7 @@ QUANTILES = ".quantiles"  # suffix of a unit's quantile forecasts in a predictio
 # what each task's unit holds per row, and what a prediction of one row is
 KINDS = {"forecasting": "forecast", "noise": "forecast", "imputation": "impute"}
 INPUT_ARRAYS = ("context", "mask", "context_times", "query_times")
+MAX_MANIFEST_BYTES = 64 << 20  # a manifest is read whole (JSON): one larger is refused
 
 
 class ExportFormatError(ValueError):
@@ -98,8 +99,11 @@ def read_manifest(folder: Path) -> Manifest:
     if not path.is_file():
         raise ExportFormatError(f"{folder}: no {MANIFEST}; export the windows with "
                                 "`python -m harness windows export TASK --out DIR` first")
+    if path.stat().st_size > MAX_MANIFEST_BYTES:
+        raise ExportFormatError(f"{path}: {path.stat().st_size} bytes, more than a manifest may hold "
+                                f"({MAX_MANIFEST_BYTES >> 20} MiB)")
     try:
-        value = json.loads(path.read_text())
+        value = json.loads(path.read_text(encoding="utf-8-sig"))  # a BOM an editor added is no reason to refuse
         if value.get("format") != FORMAT:
             raise ExportFormatError(f"{path}: not a soter-bench windows export (format {value.get('format')!r})")
         if value.get("version") != VERSION:
@@ -114,7 +118,18 @@ def read_manifest(folder: Path) -> Manifest:
         raise ExportFormatError(f"{path}: unreadable manifest ({type(exc).__name__}: {exc})") from None
     if fingerprint(manifest) != manifest.fingerprint:
         raise ExportFormatError(f"{path}: the manifest was edited (its fingerprint does not match its content)")
+    for unit in manifest.units:
+        unit_path(Path(folder), unit)  # every unit's file inside the export's folder
     return manifest
+
+
+def unit_path(folder: Path, unit: Unit) -> Path:
+    """Where a unit's file is: a plain file name inside the export's folder (a manifest naming
+    ``../elsewhere/u.npz`` or an absolute path is refused, never read)."""
+    name = str(unit.file)
+    if not name or name in (".", "..") or Path(name).name != name or "\\" in name:
+        raise ExportFormatError(f"{unit.describe()}: file {name[:80]!r} is not a file name inside the export's folder")
+    return Path(folder) / name
 
 
 def write_unit(folder: Path, name: str, arrays: dict[str, np.ndarray]) -> str:
@@ -127,20 +142,16 @@ def write_unit(folder: Path, name: str, arrays: dict[str, np.ndarray]) -> str:
 
 def read_unit(folder: Path, unit: Unit) -> dict[str, np.ndarray]:
     """A unit's arrays, after checking the file is the one the manifest names (its digest)."""
-    path = Path(folder) / unit.file
+    path = unit_path(Path(folder), unit)
     if not path.is_file() or file_digest(path) != unit.sha256:
         raise ExportFormatError(f"{path}: missing or changed since the export ({unit.describe()}); export again")
     return load_npz(path)
 
 
 def load_npz(path: Path) -> dict[str, np.ndarray]:
-    """Every array of an npz file; pickled (object) arrays are refused, never loaded."""
+    """Every array of an npz file, each checked from the zip directory and its ``.npy`` header before it is read
+    (``harness.external.npz_reader``: sizes within the documented limit, no pickled objects)."""
     try:
-        data = np.load(path, allow_pickle=False)
-        if not isinstance(data, np.lib.npyio.NpzFile):
-            raise ValueError("a single array (.npy), not an npz archive of named arrays")
-        with data:
-            return {name: data[name] for name in data.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as exc:
-        raise ExportFormatError(f"{path}: not a readable npz file without pickled objects "
-                                f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+        return read_npz(path)
+    except NpzError as exc:
+        raise ExportFormatError(str(exc)) from None

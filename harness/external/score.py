@@ -22,8 +22,9 @@ from harness.run.cells import WINDOW_ERRORS, cached_dataset
 from harness.records.code_identity import code_digest
 from harness.records.configurations import SCORED, with_identity
 from harness.external.layout import (
-    FINGERPRINT, QUANTILES, ExportFormatError, Manifest, Unit, file_digest, load_npz, read_manifest, read_unit,
+    FINGERPRINT, QUANTILES, ExportFormatError, Manifest, Unit, file_digest, read_manifest, read_unit,
 )
+from harness.external.npz_reader import ArrayHeader, NpzError, npz_headers, read_array
 from harness.external.replay import Replay
 from harness.external.units import plan_units, run_config
 from harness.run.runner import RECORDS_FILE, _now, code_version
@@ -126,61 +127,88 @@ def check_model_name(model: str) -> None:
 def read_predictions(path: Path, manifest: Manifest, windows: Path) -> tuple[dict[str, np.ndarray],
                                                                            dict[str, np.ndarray]]:
     """(point predictions, quantile predictions) per unit id, checked against the export: the fingerprint,
-    every unit and window answered, shapes, finite values. The first problem is a PredictionsError."""
+    every unit and window answered, shapes, finite values. Names, dtypes and shapes are checked from the file's
+    zip directory and ``.npy`` headers before any array is read (``harness.external.npz_reader``): a file that
+    declares more than its export needs is refused without being inflated. The first problem is a
+    PredictionsError."""
     if not path.is_file():
         raise PredictionsError(f"{path}: no such predictions file")
     try:
-        arrays = load_npz(path)
-    except ExportFormatError as exc:
+        headers = npz_headers(path)
+    except NpzError as exc:
         raise PredictionsError(str(exc)) from None
     where = path.name
-    if FINGERPRINT not in arrays:
+    if FINGERPRINT not in headers:
         raise PredictionsError(f"{where}: no '{FINGERPRINT}' entry; write the file with "
                                "harness.external.save_predictions, or add the manifest's fingerprint")
-    given = arrays.pop(FINGERPRINT)
-    if given.shape != () or str(given) != manifest.fingerprint:
-        raise PredictionsError(f"{where}: fingerprint {str(given)[:16]}... does not match the export's "
-                               f"{manifest.fingerprint[:16]}...: these predictions answer other windows")
     ids = {u.id for u in manifest.units}
-    unknown = sorted(k for k in arrays if k not in ids and not (k.endswith(QUANTILES) and k[:-len(QUANTILES)] in ids))
+    unknown = sorted(k for k in headers if k != FINGERPRINT and k not in ids
+                     and not (k.endswith(QUANTILES) and k[:-len(QUANTILES)] in ids))
     if unknown:
         raise PredictionsError(f"{where}: unknown entry {unknown[0]!r} (expected the export's unit ids, "
                                f"'<unit>{QUANTILES}' and '{FINGERPRINT}')")
-    point, quantiles = {}, {}
-    for unit in manifest.units:
-        point[unit.id] = _checked(arrays.get(unit.id), unit, unit.prediction_shape, where, windows, "predictions")
-        if unit.id + QUANTILES in arrays:
-            if manifest.kind != "forecast":
-                raise PredictionsError(f"{where}: {unit.describe()}: quantiles are scored for forecasts only")
-            shape = (*unit.prediction_shape, len(manifest.quantile_levels))
-            quantiles[unit.id] = _checked(arrays[unit.id + QUANTILES], unit, shape, where, windows, "quantiles")
-    if quantiles and tuple(manifest.quantile_levels) != tuple(QUANTILE_LEVELS):
+    mark = headers[FINGERPRINT]
+    if mark.shape != () or mark.dtype.kind not in "US" or mark.dtype.itemsize > 4 * len(manifest.fingerprint):
+        raise PredictionsError(f"{where}: the '{FINGERPRINT}' entry is no string of the export's fingerprint")
+    given = _read(path, mark)
+    if str(given) != manifest.fingerprint:
+        raise PredictionsError(f"{where}: fingerprint {str(given)[:16]}... does not match the export's "
+                               f"{manifest.fingerprint[:16]}...: these predictions answer other windows")
+    quantile_units = [u for u in manifest.units if u.id + QUANTILES in headers]
+    if quantile_units and manifest.kind != "forecast":
+        raise PredictionsError(f"{where}: {quantile_units[0].describe()}: quantiles are scored for forecasts only")
+    for unit in manifest.units:  # every declared shape and dtype first: nothing is read before all are right
+        _check_declared(headers.get(unit.id), unit, unit.prediction_shape, where, windows, "predictions")
+        if unit in quantile_units:
+            _check_declared(headers[unit.id + QUANTILES], unit, (*unit.prediction_shape, len(manifest.quantile_levels)),
+                            where, windows, "quantiles")
+    if quantile_units and tuple(manifest.quantile_levels) != tuple(QUANTILE_LEVELS):
         raise PredictionsError(f"{where}: the export asks for quantiles at {list(manifest.quantile_levels)}, the "
                                f"harness now scores {list(QUANTILE_LEVELS)}; export again")
-    if quantiles and len(quantiles) != len(point):
-        missing = next(u for u in manifest.units if u.id not in quantiles)
+    if quantile_units and len(quantile_units) != len(manifest.units):
+        missing = next(u for u in manifest.units if u not in quantile_units)
         raise PredictionsError(f"{where}: quantiles for some units but not for {missing.describe()}: give them for "
                                "every unit or for none")
+    point, quantiles = {}, {}
+    for unit in manifest.units:
+        header = headers.get(unit.id)
+        point[unit.id] = _finite(np.zeros(unit.prediction_shape) if header is None else _read(path, header),
+                                 unit, where, windows, "predictions")
+        if unit in quantile_units:
+            quantiles[unit.id] = _finite(_read(path, headers[unit.id + QUANTILES]), unit, where, windows, "quantiles")
     return point, quantiles
 
 
-def _checked(value: np.ndarray | None, unit: Unit, shape: tuple[int, ...], where: str, windows: Path,
-             what: str) -> np.ndarray:
-    if value is None:
+def _read(path: Path, header: ArrayHeader) -> np.ndarray:
+    try:
+        return read_array(path, header)
+    except NpzError as exc:
+        raise PredictionsError(str(exc)) from None
+
+
+def _check_declared(header: ArrayHeader | None, unit: Unit, shape: tuple[int, ...], where: str, windows: Path,
+                    what: str) -> None:
+    """A unit's predictions (or quantiles) as the file declares them: present (unless the unit has no row),
+    numbers, of the export's shape."""
+    if header is None:
         if unit.rows == 0:
-            return np.zeros(shape)
+            return
         raise PredictionsError(f"{where}: no {what} for {unit.describe()}: {_window(windows, unit, 0)} is not answered")
-    if value.dtype.kind not in "fiu":
-        raise PredictionsError(f"{where}: {unit.describe()}: {what} of type {value.dtype}, expected numbers")
-    if value.ndim == len(shape) and value.shape[0] < shape[0] and value.shape[1:] == shape[1:]:
-        raise PredictionsError(f"{where}: {unit.describe()} answers {value.shape[0]} of {shape[0]} rows: "
-                               f"{_window(windows, unit, value.shape[0])} is missing")
-    if value.shape != shape:
+    if header.dtype.kind not in "fiu":
+        raise PredictionsError(f"{where}: {unit.describe()}: {what} of type {header.dtype}, expected numbers")
+    given = header.shape
+    if len(given) == len(shape) and given[0] < shape[0] and given[1:] == shape[1:]:
+        raise PredictionsError(f"{where}: {unit.describe()} answers {given[0]} of {shape[0]} rows: "
+                               f"{_window(windows, unit, given[0])} is missing")
+    if given != shape:
         dims = "windows, channels, horizon" if len(unit.prediction_shape) == 3 else "queries, channels"
-        raise PredictionsError(f"{where}: {unit.describe()}: {what} of shape {value.shape}, expected {shape} "
+        raise PredictionsError(f"{where}: {unit.describe()}: {what} of shape {given}, expected {shape} "
                                f"[{dims}{', quantile levels' if what == 'quantiles' else ''}]")
+
+
+def _finite(value: np.ndarray, unit: Unit, where: str, windows: Path, what: str) -> np.ndarray:
     value = value.astype(np.float64)
-    bad = ~np.isfinite(value.reshape(shape[0], -1)).all(axis=1)
+    bad = ~np.isfinite(value.reshape(value.shape[0], -1)).all(axis=1) if value.size else np.zeros(0, dtype=bool)
     if bad.any():
         raise PredictionsError(f"{where}: {unit.describe()}, {_window(windows, unit, int(np.argmax(bad)))}: "
                                f"NaN or infinite {what}")

@@ -8,7 +8,11 @@ row's key: a run recomputes a finished row whose recorded code differs from the 
 table marks rows computed by code that differs from the current code (or from each other's).
 
 Imports are read from the source (``ast``), nothing is imported: the closure of a module that needs
-torch costs no torch. Modules outside the two scopes (the harness's runner and tables, the registry)
+torch costs no torch. Files that a module runs in a process of their own rather than imports (the worker
+scripts of ``baselines/workers/``, which run MOMENT, Lag-Llama, Moirai, TTM, TimesFM 1.0 and the remote-code
+models in their own environments, and the pinned requirements those environments are built from) are named by
+the module in a top-level :data:`RUN_FILES_NAME` assignment of glob patterns relative to its folder
+(``RUNS_FILES = ("workers/*.py", "envs/*.txt")``), and join the closure. Modules outside the two scopes (the harness's runner and tables, the registry)
 decide how rows are planned and shown, not their numbers, so editing them recomputes nothing.
 """
 
@@ -21,6 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 
 SHARED = "protocols"  # the evaluation layer every task and model scores with
+RUN_FILES_NAME = "RUNS_FILES"  # a module's declaration of the files it runs as processes (globs beside it)
 
 
 def module_file(name: str) -> Path | None:
@@ -74,6 +79,25 @@ def _imports_of(path: str, size: int, mtime_ns: int) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+@lru_cache(maxsize=4096)
+def _run_files_of(path: str, size: int, mtime_ns: int) -> tuple[str, ...]:
+    """The files a module runs as processes (scripts, the requirements of their environments): its top-level
+    ``RUNS_FILES = ("glob", ...)``, resolved beside it."""
+    try:
+        tree = ast.parse(Path(path).read_bytes())
+    except SyntaxError:
+        return ()
+    patterns: list[str] = []
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
+            node.target if isinstance(node, ast.AnnAssign) else None)
+        if isinstance(target, ast.Name) and target.id == RUN_FILES_NAME and node.value is not None:
+            value = ast.literal_eval(node.value)
+            patterns += [value] if isinstance(value, str) else list(value)
+    folder = Path(path).parent
+    return tuple(sorted({str(f) for pattern in patterns for f in folder.glob(pattern) if f.is_file()}))
+
+
 def _is_type_checking(test: ast.AST) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
@@ -110,14 +134,23 @@ def source_closure(module: str) -> dict[str, Path]:
         st = path.stat()
         todo.extend(m for m in _imports_of(str(path), st.st_size, st.st_mtime_ns)
                     if _in_scope(m, scopes) and m not in out)
+        for file in map(Path, _run_files_of(str(path), st.st_size, st.st_mtime_ns)):
+            # named by the declaring module's package and the path beside it: baselines:workers/moment_worker.py
+            out.setdefault(f"{_package_of(path)}:{file.relative_to(path.parent).as_posix()}", file)
     return out
+
+
+def code_files(modules: tuple[str, ...]) -> dict[str, Path]:
+    """Every file whose bytes enter the code digest of ``modules``: their closures, run scripts included."""
+    files: dict[str, Path] = {}
+    for module in modules:
+        files.update(source_closure(module))
+    return files
 
 
 def code_digest(modules: tuple[str, ...]) -> str:
     """A digest of the soter-bench version and the source of ``modules``' closures (12 hex digits)."""
-    files: dict[str, Path] = {}
-    for module in modules:
-        files.update(source_closure(module))
+    files = code_files(modules)
     h = hashlib.sha256(f"soter-bench={package_version()}|".encode())
     for name in sorted(files):
         h.update(f"{name}|".encode() + hashlib.sha256(files[name].read_bytes()).digest())
@@ -133,9 +166,9 @@ def package_version() -> str:
         return "0+unknown"
 
 
-def row_code(model: str, task: str) -> str | None:
-    """The code digest of ``model``'s rows in ``task`` (a task's model-free pseudo-model: the task's code
-    alone); None when the model is no longer registered (its code cannot be named)."""
+def row_modules(model: str, task: str) -> tuple[str, ...] | None:
+    """The modules whose closures compute ``model``'s rows in ``task``: the task's and the model's factory's
+    (a task's model-free pseudo-model: the task's alone); None when the model is no longer registered."""
     from harness.registry.tasks import get_task
     from models.registry import UnknownModelError, get_spec
 
@@ -146,4 +179,11 @@ def row_code(model: str, task: str) -> str | None:
             modules.append(get_spec(model).factory.partition(":")[0])
         except UnknownModelError:
             return None
-    return code_digest(tuple(modules))
+    return tuple(modules)
+
+
+def row_code(model: str, task: str) -> str | None:
+    """The code digest of ``model``'s rows in ``task`` (a task's model-free pseudo-model: the task's code
+    alone); None when the model is no longer registered (its code cannot be named)."""
+    modules = row_modules(model, task)
+    return None if modules is None else code_digest(modules)

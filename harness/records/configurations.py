@@ -76,7 +76,7 @@ def label_configurations(frame: pd.DataFrame) -> pd.DataFrame:
     one configuration in the frame), the registry name in ``model_name`` and a configuration id in
     ``configuration``; rows of one configuration in one cell are reduced to the one written last."""
     if frame.empty:
-        return frame.assign(model_name=frame["model"], configuration="")
+        return frame.assign(model_name=frame["model"], configuration="", dataset_name=frame["dataset"])
     rows = frame.to_dict("records")
     ids: dict[str, set[str]] = {}
     infos = [parse_info(r.get("model_info")) for r in rows]
@@ -118,7 +118,51 @@ def label_configurations(frame: pd.DataFrame) -> pd.DataFrame:
         labels.update(_labels(model, found, {c: descriptions.get((model, c), {}) for c in found}))
     out = frame.assign(model_name=frame["model"], configuration=configs)
     out["model"] = [labels[(r["model"], c)] for r, c in zip(rows, configs)]
-    return latest_per_configuration(out)
+    return label_samplings(latest_per_configuration(out))
+
+
+SAMPLING_FREE = ("seed=",)  # protocol parts that vary within one configuration (forecasting's run seed: a replicate)
+
+
+def sampling_of(protocol: object) -> tuple[str, ...]:
+    """What of a row's ``protocol`` decides its windows beyond the replicate: every part (``maxw=16``,
+    ``stride=None``, ``len=96``, ``data=...``) but the run seed."""
+    return tuple(p for p in str(protocol).split(";") if p and not p.startswith(SAMPLING_FREE))
+
+
+def records_name(label: str) -> str:
+    """The records' name of a dataset label: ``toy`` for ``toy [maxw=4]`` (:func:`label_samplings`)."""
+    text = str(label)
+    return text[: text.rindex(" [")] if text.endswith("]") and " [" in text else text
+
+
+def label_samplings(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``dataset`` naming each sampling configuration of a dataset when a task's rows of it were
+    drawn under several (two runs with other ``--max-windows-per-subject`` into one ``--out``, a dataset whose
+    content changed): ``toy [maxw=4]`` and ``toy [maxw=8]``, so that no table cell, figure or statistic pools
+    rows of two samplings; the records' name stays in ``dataset_name``. A dataset sampled one way keeps its name."""
+    out = frame.assign(dataset_name=frame["dataset"])
+    if frame.empty or "protocol" not in frame:
+        return out
+    samplings = [sampling_of(p) for p in frame["protocol"]]
+    found: dict[tuple[str, str], list[tuple[str, ...]]] = {}
+    for task, dataset, sampling in zip(frame["task"], frame["dataset"], samplings):
+        kinds = found.setdefault((task, dataset), [])
+        if sampling not in kinds:
+            kinds.append(sampling)
+    names: dict[tuple[str, str, tuple[str, ...]], str] = {}
+    for (task, dataset), kinds in found.items():
+        if len(kinds) < 2:
+            continue
+        parts = [dict(p.partition("=")[::2] for p in kind) for kind in kinds]
+        differing = [k for k in dict.fromkeys(k for d in parts for k in d)
+                     if len({d.get(k, "\0absent") for d in parts}) > 1]
+        for kind, d in zip(kinds, parts):
+            shown = ", ".join(f"{k}={_short(d[k], 12)}" if d[k] else k for k in differing if k in d)
+            names[(task, dataset, kind)] = f"{dataset} [{shown or ';'.join(kind)}]"
+    if names:
+        out["dataset"] = [names.get((t, d, s), d) for t, d, s in zip(frame["task"], frame["dataset"], samplings)]
+    return out
 
 
 def _labels(model: str, configs: list[str], descriptions: dict[str, dict[str, Any]]) -> dict[tuple[str, str], str]:
@@ -168,6 +212,18 @@ def current_code(model: str, task: str) -> str | None:
 @lru_cache(maxsize=64)
 def current_default_weights(model: str) -> tuple[str, str] | None:
     """(the digest, the folder name) of the weights ``model`` loads when given none (None: it has none)."""
+    from models.registry import get_spec
+
+    folder = default_weights_folder(model)
+    if folder is None:
+        return None
+    digest = get_spec(model).identity_parts().get("weights")
+    return (str(digest), folder.name) if digest else None
+
+
+def default_weights_folder(model: str):
+    """The folder of the checkpoint ``model`` loads when given none (a ``Path``; None: it has none, or the model
+    is not registered)."""
     from pathlib import Path
 
     from models.registry import UnknownModelError, get_spec, resolve
@@ -176,10 +232,7 @@ def current_default_weights(model: str) -> tuple[str, str] | None:
         spec = get_spec(model)
     except UnknownModelError:
         return None
-    if spec.default_weights is None:
-        return None
-    digest = spec.identity_parts().get("weights")
-    return (str(digest), Path(str(resolve(spec.default_weights)())).name) if digest else None
+    return None if spec.default_weights is None else Path(str(resolve(spec.default_weights)()))
 
 
 def code_problem(rows: pd.DataFrame, task: str) -> str:

@@ -336,7 +336,16 @@ def row_problem(values: list[str] | dict[str, str]) -> str | None:
     for col in INTEGER:
         if row[col] and not row[col].lstrip("-").isdigit():
             return f"{col} {row[col][:40]!r} is not an integer"
-    return details_problem(row)
+    return details_problem(row) or (_ok_problem(row) if row["status"] == "ok" else None)
+
+
+def _ok_problem(row: dict[str, str]) -> str | None:
+    """Why an ok row lacks a metric its task holds (``Task.ok_row_problem``); None for a task not registered in
+    this process (a plugin not loaded: its columns cannot be named)."""
+    from harness.registry.tasks import all_tasks
+
+    task = all_tasks().get(row["task"])
+    return task.ok_row_problem(row) if task is not None else None
 
 
 def _damaged(path: Path, line: int, problem: str) -> RecordStoreError:

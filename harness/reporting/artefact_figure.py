@@ -38,10 +38,10 @@ def artefact_figure(dataset: Dataset, setting: Setting, out_dir: Path, channel: 
     fig, axes = plt.subplots(len(kinds), width, figsize=(2.6 * width, 1.7 * len(kinds)), sharex=True, squeeze=False)
     for r, kind in enumerate(kinds):
         spec = ArtefactSpec(kind, mains_hz)
-        rng = np.random.default_rng(stable_seed(seed, dataset.name, fold.test_subject, "artefact", kind,
+        rng = np.random.default_rng(stable_seed(seed, dataset.content_id, fold.test_subject, "artefact", kind,
                                                 setting.context, setting.horizon))
         try:
-            unit = (noise_draw(context.shape, seed, dataset.name, fold.test_subject, setting) if kind == "gaussian"
+            unit = (noise_draw(context.shape, seed, dataset.content_id, fold.test_subject, setting) if kind == "gaussian"
                     else unit_artefact(kind, context.shape, fs, rng, mains_hz))
             reason = None
         except ArtefactUnavailable as exc:

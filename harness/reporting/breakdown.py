@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from harness.records.cell_files import read_cell_file
-from harness.reporting.tables import SCALE, _render_text, _tex, pooled
+from harness.reporting.tables import SCALE, _render_text, _tex, md_escape, pooled
 
 
 @dataclass(frozen=True)
@@ -37,10 +37,11 @@ class Breakdown:
     def render(self, style: str = "text") -> str:
         if style == "text":
             return _render_text(self.caption, list(self.header), [list(r) for r in self.rows], self.notes)
-        if style == "markdown":
-            lines = [self.caption, "", "| " + " | ".join(self.header) + " |", "|" + "---|" * len(self.header)]
-            lines += ["| " + " | ".join(r) + " |" for r in self.rows]
-            return "\n".join(lines + ([""] + [f"† {n}" for n in self.notes] if self.notes else [])) + "\n"
+        if style == "markdown":  # names from the records escaped: no HTML, no broken row
+            lines = [md_escape(self.caption), "", "| " + " | ".join(map(md_escape, self.header)) + " |",
+                     "|" + "---|" * len(self.header)]
+            lines += ["| " + " | ".join(map(md_escape, r)) + " |" for r in self.rows]
+            return "\n".join(lines + ([""] + [f"† {md_escape(n)}" for n in self.notes] if self.notes else [])) + "\n"
         if style == "latex":
             lines = [r"\begin{table}[t]", r"\centering", rf"\caption{{{_tex(self.caption)}}}",
                      rf"\begin{{tabular}}{{{'l' * 3}{'r' * (len(self.header) - 3)}}}", r"\toprule",

@@ -50,9 +50,13 @@ class Panel:
 
 
 def pyplot():
+    """matplotlib's pyplot, headless, with every text drawn as it is: names from the records (a dataset called
+    ``$x\\frac{1``) are labels, never mathtext, which would fail to parse and stop the figure (no figure of
+    this project writes formulas)."""
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False
     import matplotlib.pyplot as plt
 
     return plt
@@ -133,8 +137,26 @@ def model_index(model: str) -> int:
 
 
 def model_colours(models) -> dict[str, str]:
-    """Model -> its colour in every figure (:func:`model_index`)."""
-    return {m: model_style(model_index(m))["color"] for m in models}
+    """Model -> its colour in a figure that tells models apart by colour alone (the critical-difference
+    diagram): its own colour (:func:`model_style`, the one of every figure) unless a model before it in the
+    registry's order took it, then the next free one of :func:`colour_palette`, so that no two of up to 20
+    models share a colour (registry indices ten apart would)."""
+    palette = colour_palette()
+    out: dict[str, str] = {}
+    for m in sorted(dict.fromkeys(models), key=lambda m: (model_index(m), m)):
+        first = palette.index(model_style(model_index(m))["color"])
+        free = [palette[(first + k) % len(palette)] for k in range(len(palette))
+                if palette[(first + k) % len(palette)] not in out.values()]
+        out[m] = free[0] if free else palette[first]
+    return {m: out[m] for m in models}
+
+
+def colour_palette() -> list[str]:
+    """Twenty distinct colours: matplotlib's ten (C0..C9, every figure's) then tab20's lighter ten."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    return [f"C{i}" for i in range(10)] + [to_hex(c) for c in colormaps["tab20"].colors[1::2]]
 
 
 def model_style(i: int) -> dict:

@@ -20,18 +20,20 @@ from harness.reporting import paper
 
 OVERHEAD_FILE = "system_overhead.csv"
 PAPER_FILE = "system_overhead.csv"
-DEFAULT_DIR = Path(__file__).resolve().parents[1] / "results" / "benchmarks"  # the benchmark's default --out
+# where benchmarks/system_overhead.py writes by default (its --out takes this very path): the report's fallback
+DEFAULT_FILE = Path(__file__).resolve().parents[2] / "results" / "benchmarks" / OVERHEAD_FILE
 PAPER_HARDWARE = "the paper: \"the same hardware\" for all models; its experiments ran on a single NVIDIA RTX 4090 GPU"
 HOW = "python benchmarks/system_overhead.py (docs/published-sizes.md)"
 
 
-def find_overhead(results: Path, out: Path) -> Path | None:
-    """The newest ``system_overhead.csv`` under ``results`` (never under ``out``), else the benchmark's default."""
+def find_overhead(results: Path, out: Path, default: Path = DEFAULT_FILE) -> Path | None:
+    """The newest ``system_overhead.csv`` under ``results`` (never under ``out``), else ``default`` (the
+    benchmark's default output, :data:`DEFAULT_FILE`)."""
     root = results if results.is_dir() else results.parent
     found = [f for f in root.glob(f"**/{OVERHEAD_FILE}") if f.is_file()
              and not f.resolve().is_relative_to(out.resolve())]
-    if not found and (DEFAULT_DIR / OVERHEAD_FILE).is_file():
-        found = [DEFAULT_DIR / OVERHEAD_FILE]
+    if not found and Path(default).is_file():
+        found = [Path(default)]
     return max(found, key=lambda f: f.stat().st_mtime) if found else None
 
 
@@ -133,17 +135,22 @@ def render_markdown(table: pd.DataFrame, ours: pd.DataFrame) -> str:
     return "\n".join(head + lines) + "\n"
 
 
+CELL = ["dataset", "fold", "setting", "condition", "seed"]  # one forecasting row of a model
+
+
 def accuracy_points(ours: pd.DataFrame, frame: pd.DataFrame, names: dict[str, str],
                     left_out: list[tuple[str, str]] | None = None) -> pd.DataFrame:
     """Models with real weights (never random), measured here, with forecasting rows in the records: their
-    seconds per sample and mean RMSE x100 over their ok forecasting cells. A model whose rows mix code
-    versions or come from changed code or default weights is left out, as from the statistics, and
-    appended to ``left_out`` with why."""
+    seconds per sample and mean RMSE x100 over the forecasting cells (dataset, fold, setting, condition, seed)
+    that every plotted model finished ok, so that no model's mean is over easier or fewer cells than another's.
+    A model that shares no cell with the others is left out (the one with the fewest cells first), as is one
+    whose rows mix code versions or come from changed code or default weights; each is appended to
+    ``left_out`` with why."""
     from harness.records.configurations import code_problem
 
     real = ours[(ours["weights"] != "random") & (ours["status"] == "ok")]
     fc = frame[(frame["task"] == "forecasting") & (frame["status"] == "ok")] if len(frame) else frame
-    points = []
+    rows_of: dict[str, tuple[object, pd.DataFrame]] = {}
     for r in real.itertuples():
         rows = fc[fc["model"] == r.model] if len(fc) else fc
         problem = code_problem(rows, "forecasting") if len(rows) else ""
@@ -152,9 +159,29 @@ def accuracy_points(ours: pd.DataFrame, frame: pd.DataFrame, names: dict[str, st
                 left_out.append((f"accuracy against cost: {names.get(r.model, r.model)}", problem))
             continue
         if len(rows) and r.seconds_per_sample == r.seconds_per_sample:
-            points.append({"model": names.get(r.model, r.model), "seconds_per_sample": r.seconds_per_sample,
-                           "rmse_x100": 100 * float(rows["rmse"].mean()), "cells": len(rows)})
+            rows_of[r.model] = (r, rows.set_index(CELL))
+    shared = _shared_cells(rows_of, names, left_out)
+    points = [{"model": names.get(model, model), "seconds_per_sample": r.seconds_per_sample,
+               "rmse_x100": 100 * float(rows.loc[shared, "rmse"].mean()), "cells": len(shared)}
+              for model, (r, rows) in rows_of.items()]
     return pd.DataFrame(points, columns=["model", "seconds_per_sample", "rmse_x100", "cells"])
+
+
+def _shared_cells(rows_of: dict[str, tuple[object, pd.DataFrame]], names: dict[str, str],
+                  left_out: list[tuple[str, str]] | None) -> list:
+    """The cells every model of ``rows_of`` has; models are dropped from it (fewest cells first) until the
+    rest share one, each named in ``left_out``."""
+    while rows_of:
+        cells = [set(rows.index) for _, rows in rows_of.values()]
+        common = set.intersection(*cells)
+        if common or len(rows_of) == 1:
+            return sorted(common, key=str)
+        fewest = min(rows_of, key=lambda m: (len(rows_of[m][1]), m))
+        rows_of.pop(fewest)
+        if left_out is not None:
+            left_out.append((f"accuracy against cost: {names.get(fewest, fewest)}",
+                             "shares no forecasting cell (dataset, fold, setting, seed) with the other plotted models"))
+    return []
 
 
 def plot_accuracy_vs_cost(points: pd.DataFrame, path: Path) -> list[Path]:
@@ -168,7 +195,8 @@ def plot_accuracy_vs_cost(points: pd.DataFrame, path: Path) -> list[Path]:
                     fontsize=8)
     ax.set_xscale("log")
     ax.set_xlabel("seconds per sample (batch 1, this machine)")
-    ax.set_ylabel("RMSE (x100, normalised), mean over forecasting cells")
+    ax.set_ylabel(f"RMSE (x100, normalised), mean over the {int(points['cells'].max())} forecasting\n"
+                  "cells every plotted model finished")
     ax.set_title("Accuracy against cost (models with trained weights only)")
     files = save_png_pdf(fig, path)
     plt.close(fig)
@@ -176,10 +204,11 @@ def plot_accuracy_vs_cost(points: pd.DataFrame, path: Path) -> list[Path]:
 
 
 def write_overhead(results: Path, out: Path, frame: pd.DataFrame, names: dict[str, str],
-                   records_file: Path | None = None,
-                   paper_dir: Path = paper.PAPER_DIR) -> tuple[list[str], list[tuple[str, str]]]:
+                   records_file: Path | None = None, paper_dir: Path = paper.PAPER_DIR,
+                   default: Path = DEFAULT_FILE) -> tuple[list[str], list[tuple[str, str]]]:
     """The report's System Overhead table and accuracy-versus-cost figure, and the random-weight rows no
-    table shows: (produced, not produced with why). ``names``: registry name -> the paper's name."""
+    table shows: (produced, not produced with why). ``names``: registry name -> the paper's name; ``default``:
+    the measurements used when none lie under ``results`` (the benchmark's default output)."""
     produced: list[str] = []
     missing: list[tuple[str, str]] = []
     if records_file is not None and Path(records_file).is_file():
@@ -190,10 +219,10 @@ def write_overhead(results: Path, out: Path, frame: pd.DataFrame, names: dict[st
             models = ", ".join(f"{m} ({n})" for m, n in rows["model"].value_counts().sort_index().items())
             missing.append(("random-weight rows", f"made with random weights (speed and shape only), shown in no "
                                                   f"table, leaderboard or comparison: {models}"))
-    found = find_overhead(Path(results), Path(out))
+    found = find_overhead(Path(results), Path(out), default)
     if found is None:
         missing.append(("table: System Overhead (app:system_overhead)",
-                        f"no {OVERHEAD_FILE} under {results} or in {DEFAULT_DIR}: {HOW}"))
+                        f"no {OVERHEAD_FILE} under {results} nor at {default}: {HOW}"))
         missing.append(("figure: accuracy against cost", f"needs {OVERHEAD_FILE}"))
         return produced, missing
     ours = read_overhead(found)
@@ -210,5 +239,6 @@ def write_overhead(results: Path, out: Path, frame: pd.DataFrame, names: dict[st
     else:
         files = plot_accuracy_vs_cost(points, Path(out) / "figures" / "accuracy_vs_cost.png")
         produced.append(f"figure: accuracy against cost ({files[0].relative_to(out).as_posix()}, and .pdf; "
-                        f"{len(points)} models with trained weights)")
+                        f"{len(points)} models with trained weights, each its mean RMSE over the "
+                        f"{int(points['cells'].max())} forecasting cells all of them finished)")
     return produced, missing

@@ -77,6 +77,28 @@ SPECS: dict[str, Spec] = {
 }
 
 
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+_MATH = [(r"\\pm", "±"), (r"\\times", "×"), (r"\\%", "%"), (r"\{,\}", ","),
+         (r"\\(?:mathrm|mathbf|text|textbf|mathit)\{([^{}]*)\}", r"\1")]
+
+
+def plain_caption(text: str) -> str:
+    """A caption of the paper as plain text (a report, a web page): ``$10^{2}$`` as 10², ``Table~\\ref{tab:x}``
+    as "Table tab:x", ``$\\mathrm{mean}_{\\pm\\mathrm{std}}$`` as mean±std, ``$25\\%$`` as 25%, quotes as quotes."""
+    def math(m: re.Match) -> str:
+        inner = m.group(1)
+        for pattern, repl in _MATH:
+            inner = re.sub(pattern, repl, inner)
+        inner = re.sub(r"\^\{([-\d]+)\}", lambda n: n.group(1).translate(_SUPERSCRIPT), inner)
+        inner = re.sub(r"_\{([^{}]*)\}", r"\1", inner)
+        return inner.replace("{", "").replace("}", "")
+
+    text = re.sub(r"\$([^$]*)\$", math, text)
+    text = re.sub(r"\\(?:ref|cite|eqref)\{([^}]*)\}", r"\1", text).replace("~", " ")
+    text = re.sub(r"\\(?:textbf|emph|textit|mathrm)\{([^{}]*)\}", r"\1", text).replace("\\%", "%")
+    return text.replace("``", "\u201c").replace("''", "\u201d")
+
+
 def _strip(cell: str) -> str:
     """A cell's text without formatting: bold, underline, asterisks, math, multirow."""
     cell = re.sub(r"\\multirow\{[^}]*\}\{[^}]*\}\{([^}]*)\}", r"\1", cell)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.records.configurations import records_name
 from models.pretraining import Overlap, dataset_base, model_overlap
 
 from harness.records.dataset_sources import SOURCES_FILE, read_declared_sources, record_declared_sources  # noqa: F401
@@ -60,6 +61,7 @@ def overlap_of(label: str, dataset: str, models: Mapping[str, tuple[str, str | N
     name, checkpoint, user_weights, digest = models.get(label, (label, None, False, None))
     if user_weights and checkpoint is not None:
         return Overlap("unknown", "weights given with --weights: their pre-training data are not recorded", "", "")
+    dataset = records_name(dataset)  # "toy [maxw=4]": one sampling of toy (harness.records.configurations)
     return model_overlap(name, dataset, checkpoint, declared.get(dataset_base(dataset), ()), digest)
 
 
@@ -84,7 +86,8 @@ def mark_table(table, frame: pd.DataFrame, task: str, stem: str = "",
             continue
         o = overlap_of(label, dataset, models, declared)
         entries[(label, col)] = dataclasses.replace(entry, overlap=o.status)
-        where = f" ({o.cite}; checked {o.checked})" if o.cite else ""
+        # where the status was read, and when it was checked (a model with no registry entry has no date)
+        where = f" ({o.cite}" + (f"; checked {o.checked}" if o.checked else "") + ")" if o.cite else ""
         if o.may_have_seen:
             group = seen.setdefault((o.status, o.reason), {"labels": [], "datasets": [], "where": []})
             for key, value in (("labels", label), ("datasets", dataset), ("where", where.strip(" ()"))):

@@ -121,12 +121,26 @@ def _unit_line(merged: pd.DataFrame) -> str:
     return " ".join(parts)
 
 
+# conditions as the transcription names them (results/paper/) -> what they are: the paper's "windows" are our
+# settings (context/horizon pairs), and its main table's number is their mean
+CONDITION_WORDS = {"mean over 4 windows": "mean over the 4 settings (context/horizon)"}
+OURS_HEAD = ("Ours, beside the paper's numbers (what this run measured, not the paper's setup: a gap, or a better "
+             "cell, is no reproduction result unless checkpoint, subjects and windows are the paper's):")
+
+
 def comparison_markdown(label: str, caption: str, merged: pd.DataFrame, extra_ours: pd.DataFrame,
-                        note: str = "") -> str:
+                        note: str = "", ours: list[str] | tuple[str, ...] = ()) -> str:
+    """One comparison file: the paper's caption (as plain text), what our numbers are (``ours``: one line per
+    model and dataset, :func:`harness.reporting.ours.ours_lines`), the cells in common, our other cells."""
     own = merged["method"] == merged["paper_row"] if "paper_row" in merged else pd.Series(True, merged.index)
+    merged = merged.assign(condition=merged["condition"].replace(CONDITION_WORDS))
+    if len(extra_ours):
+        extra_ours = extra_ours.assign(condition=extra_ours["condition"].replace(CONDITION_WORDS))
     both = merged[merged["ours"].notna()]
     common, borrowed = int((own & merged["ours"].notna()).sum()), int((~own & merged["ours"].notna()).sum())
-    out = [f"# {label}", "", f"Paper: {caption}", "", _unit_line(merged), ""]
+    out = [f"# {label}", "", f"Paper: {paper.plain_caption(caption)}", "", _unit_line(merged), ""]
+    if ours:
+        out += [OURS_HEAD, "", *[f"- {md_escape(line)}" for line in ours], ""]
     if note:
         out += [note, ""]
     if both.empty:
@@ -145,6 +159,22 @@ def comparison_markdown(label: str, caption: str, merged: pd.DataFrame, extra_ou
                           ["method", "dataset", "metric", "condition", UNIT_HEADERS["ours"], UNIT_HEADERS["ours_std"],
                            "status"])]
     return "\n".join(out) + "\n"
+
+
+def _ours_lines(frame: pd.DataFrame | None, label: str, mine: pd.DataFrame) -> list[str]:
+    """What our numbers in one comparison are: the models and datasets of its cells with a number."""
+    from harness.reporting.ours import ours_lines
+    from harness.reporting.paper_cells import paper_dataset
+    from harness.records.configurations import records_name
+
+    task = paper.SPECS[label].task if label in paper.SPECS else ""
+    numbered = mine[mine["ours"].notna()]
+    if frame is None or frame.empty or numbered.empty:
+        return []
+    wanted = set(numbered["dataset"])
+    datasets = [d for d in dict.fromkeys(frame.loc[frame["task"] == task, "dataset"])
+                if paper_dataset(records_name(d)) in wanted or d in wanted]
+    return ours_lines(frame, task, numbered["model"], datasets)
 
 
 @dataclass(frozen=True)
@@ -196,7 +226,7 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
     ours = our_cells(frame)
     if len(cells):
         ours = pd.concat([c for c in (ours, cells) if len(c)], ignore_index=True)
-    made, not_compared = _comparisons(ours, paper.load(paper_dir), out, why_not)
+    made, not_compared = _comparisons(ours, paper.load(paper_dir), out, why_not, frame)
     produced, missing = produced + made, missing + not_compared
     from harness.reporting.stats_report import write_statistics  # scipy, statsmodels: only when a report is written
 
@@ -208,19 +238,37 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
     made, not_made = write_overhead(results, out, frame, paper_model_names(), records_file, paper_dir)
     produced, missing = produced + made, missing + not_made
     report = out / "REPORT.md"
-    header = (f"Records: {records_file} ({len(frame)} rows). Paper tables: {paper_dir}. "
-              f"Study outputs ({', '.join(f for f, _ in STUDY_OUTPUTS.values())}): searched under {root}.")
+    header = (f"Records: {shown_path(records_file)} ({len(frame)} rows). Paper tables: {shown_path(paper_dir)}. "
+              f"Study outputs ({', '.join(f for f, _ in STUDY_OUTPUTS.values())}): searched under {shown_path(root)}.")
     appendix = "\n".join(registry_markdown())
     report.write_text("\n".join([
-        "# Report", "", header, "",
+        "# Report", "", no_html(header), "",
         "Units: every RMSE and MAE (normalised space), Macro-F1 and Macro-AUROC is x100, shown with two decimals, "
         "in tables, comparisons and figures alike.", "",
-        "## Produced", "", *[f"- {p}" for p in produced], "", "## Not produced", "",
-        *[f"- {what}: {why}" for what, why in missing], "", appendix]))
+        "## Produced", "", *[f"- {no_html(p)}" for p in produced], "", "## Not produced", "",
+        *[f"- {no_html(what)}: {no_html(why)}" for what, why in missing], "", appendix]))
     from harness.reporting.report_html import write_html
 
     page = write_html(out, header, produced, missing, appendix)
     return Report(report, tuple(produced), tuple(missing), page)
+
+
+def no_html(text: str) -> str:
+    """A line of REPORT.md with ``<`` escaped (what opens a tag; ``>=`` stays as written): a dataset named
+    ``<b>x</b>`` is shown, never rendered as HTML by a Markdown viewer (the lines keep their `code` marks)."""
+    return str(text).replace("<", "\\<")
+
+
+def shown_path(path: Path) -> str:
+    """A path as a report shows it: relative to the working folder, else to this repository (the paper's
+    tables), else its last part: a report that travels names no home folder."""
+    path = Path(path)
+    for base in (Path.cwd(), paper.PAPER_DIR.parents[1]):
+        try:
+            return path.resolve().relative_to(base.resolve()).as_posix() or "."
+        except ValueError:
+            continue
+    return path.as_posix() if not path.is_absolute() else f".../{path.name}"
 
 
 def _tasks(frame: pd.DataFrame) -> list[str]:
@@ -286,9 +334,11 @@ def _copied_figures(root: Path, out: Path) -> tuple[list[str], list[tuple[str, s
 
 
 def _comparisons(ours: pd.DataFrame, tables: dict[str, pd.DataFrame], out: Path,
-                 why_not: dict[str, str] | None = None) -> tuple[list[str], list[tuple[str, str]]]:
+                 why_not: dict[str, str] | None = None,
+                 frame: pd.DataFrame | None = None) -> tuple[list[str], list[tuple[str, str]]]:
     """One comparison file per paper table: (tables compared, tables not compared with why).
-    ``why_not``: the study tables that could not be rendered, with why (the others were)."""
+    ``why_not``: the study tables that could not be rendered, with why (the others were); ``frame``: the
+    records behind ``ours``, which each comparison describes beside its numbers."""
     why_not = {} if why_not is None else why_not
     produced, missing = [], []
     for label, ptable in tables.items():
@@ -301,7 +351,7 @@ def _comparisons(ours: pd.DataFrame, tables: dict[str, pd.DataFrame], out: Path,
         path = out / "comparison" / f"{name}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(comparison_markdown(label, ptable.attrs["caption"], merged, extra,
-                                            COMPARISON_NOTES.get(label, "")))
+                                            COMPARISON_NOTES.get(label, ""), _ours_lines(frame, label, mine)))
         own = merged["method"] == merged["paper_row"]
         common, cells = int(merged.loc[own, "ours"].notna().sum()), int(own.sum())
         authors = int(merged.loc[~own, "ours"].notna().sum())

@@ -387,13 +387,11 @@ def plot_cd_diagram(summary: RankSummary, path_stem: Path, alpha: float = 0.05, 
             f"a critical-difference diagram needs >= 2 models and >= 2 complete {blocks} with a Nemenyi "
             f"matrix; this summary has {k} models and {n_used} complete {blocks}"
         )
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import scikit_posthocs as sp
 
-    from harness.reporting.figures import reproducible_metadata
+    from harness.reporting.figures import pyplot, reproducible_metadata
+
+    plt = pyplot()  # headless, names drawn as text
 
     cd = nemenyi_cd(k, n_used, alpha)
     path_stem = Path(path_stem)

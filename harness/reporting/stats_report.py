@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from harness.reporting import stats
-from harness.reporting.tables import SCALE, md_escape, plain, pooled
+from harness.reporting.tables import SCALE, SCORED_GROUP, SUPERVISED_GROUP, ZERO_SHOT, md_escape, plain, pooled
 from harness.records.window_store import read_window_errors
 
 
@@ -35,6 +35,7 @@ def _unique(values: pd.Series) -> list:
 
 
 BASELINE = "seasonal-naive"
+GROUP_STEMS = {ZERO_SHOT: "", SUPERVISED_GROUP: "supervised", SCORED_GROUP: "scored"}  # a group's file-name suffix
 METRICS = {"rmse": "RMSE", "mae": "MAE"}
 CELL = ["dataset", "setting", "condition"]  # setting: context/horizon, e.g. 96/48
 
@@ -270,18 +271,31 @@ def quantile_scores(windows: dict[tuple, dict[str, CellWindows]]) -> tuple[pd.Da
 def leaderboard(frame: pd.DataFrame, windows: dict[tuple, dict[str, CellWindows]], task: str,
                 baseline: str = BASELINE) -> tuple[pd.DataFrame, str]:
     """The statistics leaderboard on RMSE, with MAE's skill and the mean MASE beside it; a note when
-    the skill cannot be computed (no baseline in the records)."""
+    the skill cannot be computed (no baseline in the records). Ranks, wins, ties and losses are counted
+    within a group (zero-shot, supervised, scored from a predictions file: ``tables.model_groups``), as the
+    tables rank them: a supervised model never takes a zero-shot model's rank. The skill is each model's ratio
+    to the baseline alone, so it is comparable across groups; with more than one group, ``group`` names each
+    row's and the rows are listed group by group."""
+    from harness.reporting.tables import model_groups
+
     scores = cell_scores(frame, task, "rmse")
     note = ""
-    if baseline not in scores.columns:
-        note = f"no skill score: {baseline} (the reference of the skill score) has no rows for {task}"
-        board = pd.DataFrame(index=scores.columns)
-        ranks = stats.rank_summary(scores)
-        board["avg_rank"] = ranks.avg_rank
-        board["cells_completed"] = [f"{int(ranks.completed[m])}/{len(scores)}" for m in board.index]
+    groups = model_groups(frame, list(scores.columns))
+    if baseline in scores.columns:
+        skill = stats.skill_scores(scores, baseline)
+        mae_skill = stats.skill_scores(cell_scores(frame, task, "mae"), baseline)
     else:
-        board = stats.leaderboard(scores, baseline)
-        board["mae_skill"] = stats.skill_scores(cell_scores(frame, task, "mae"), baseline)
+        note = f"no skill score: {baseline} (the reference of the skill score) has no rows for {task}"
+        skill = mae_skill = None
+    parts = []
+    for group in dict.fromkeys(groups.values()):
+        models = [m for m in scores.columns if groups[m] == group]
+        part = _ranked(scores[models], skill)
+        if mae_skill is not None:
+            part["mae_skill"] = mae_skill.reindex(part.index)
+        parts.append(part.assign(group=group))
+    board = pd.concat(parts) if parts else pd.DataFrame(columns=["avg_rank", "cells_completed", "group"])
+    board.index.name = "model"
     mase = mase_scores(windows)
     board["mase"] = mase.mean(axis=0) if not mase.empty else np.nan
     crps, wql = quantile_scores(windows)
@@ -290,15 +304,41 @@ def leaderboard(frame: pd.DataFrame, windows: dict[tuple, dict[str, CellWindows]
     from harness.reporting.pretraining_marks import leaderboard_column
 
     board["pretraining_overlap"] = leaderboard_column(board.index, frame, task)  # a mark, not a score (#35)
-    from harness.reporting.tables import SUPERVISED_GROUP, supervised_rows
-
-    apart = set(supervised_rows(frame, board.index))
-    if apart:  # only then: a leaderboard of zero-shot models alone keeps its columns
-        board["training"] = [SUPERVISED_GROUP if m in apart else "zero-shot" for m in board.index]
+    group_column = board.pop("group")
+    if group_column.nunique() > 1:  # only then: a leaderboard of zero-shot models alone keeps its columns
+        board["group"] = group_column
     return board, note
 
 
-# -- figures -----------------------------------------------------------------------------------
+def _rank_groups(frame: pd.DataFrame, models: list[str]) -> list[tuple[str, list[str]]]:
+    """(group, its models) in the tables' order: zero-shot, supervised, scored from a predictions file."""
+    from harness.reporting.tables import model_groups
+
+    groups = model_groups(frame, models)
+    return [(g, [m for m in models if groups[m] == g]) for g in GROUP_STEMS if g in groups.values()]
+
+
+def _ranked(scores: pd.DataFrame, skill: pd.Series | None) -> pd.DataFrame:
+    """The leaderboard of one group: skill (when there is a baseline), average rank over the cells every model of
+    the group completed, wins/ties/losses against the group's other models (with a skill, as
+    ``stats.leaderboard``), cells completed; best skill first (then rank, then name)."""
+    ranks = stats.rank_summary(scores)
+    counts = stats.win_tie_loss_counts(scores)
+    board = pd.DataFrame(index=pd.Index([str(m) for m in scores.columns], name="model"))
+    if skill is not None:
+        board["skill"] = skill.reindex(scores.columns).to_numpy()
+    board["avg_rank"] = ranks.avg_rank.to_numpy()
+    if skill is not None:
+        board["wins"] = counts.wins.sum(axis=1).to_numpy()
+        board["ties"] = counts.ties.sum(axis=1).to_numpy()
+        board["losses"] = counts.losses.sum(axis=1).to_numpy()
+    board["cells_completed"] = [f"{int(ranks.completed[m])}/{ranks.n_cells_total}" for m in scores.columns]
+    if skill is None:
+        return board
+    return board.assign(_name=board.index).sort_values(["skill", "avg_rank", "_name"], ascending=[False, True, True],
+                                                       na_position="last", kind="mergesort").drop(columns="_name")
+
+
 def step_curve(w: CellWindows, metric: str) -> np.ndarray | None:
     """[H] the error at each horizon step over all windows and channels, x100 (None: MAE by step not kept)."""
     if metric == "rmse":
@@ -425,14 +465,21 @@ def write_statistics(frame: pd.DataFrame, results: Path, out: Path, reference: s
             _write(wtl, out / f"win_tie_loss_{metric}_{task}",
                    f"Wins/ties/losses on {label}, {task}: row model against column model, over the cells both completed.")
             blocks, word, what = rank_blocks(frame, task, metric)
-            summary = stats.rank_summary(blocks, alpha=alpha)
-            try:
-                stats.plot_cd_diagram(summary, out / f"cd_{metric}_{task}", alpha=alpha, blocks=word)
-                done.produced.append(f"{task} critical-difference diagram ({label}; Friedman p = "
-                                     f"{summary.friedman_p:.3g} over {summary.n_cells_used} complete blocks; blocks: "
-                                     f"{what}): statistics/cd_{metric}_{task}.png")
-            except ValueError as exc:
-                done.missing.append((f"{task} critical-difference diagram ({label})", f"{exc} (blocks: {what})"))
+            groups = _rank_groups(frame, list(blocks.columns))
+            for group, models in groups:  # ranked within a group, as the tables and the leaderboard rank
+                if len(models) < 2 and len(groups) > 1:
+                    continue
+                stem = f"cd_{metric}_{task}" + ("" if group == ZERO_SHOT else f"_{GROUP_STEMS[group]}")
+                which = "" if len(groups) == 1 else f", {group} models"
+                summary = stats.rank_summary(blocks[models], alpha=alpha)
+                try:
+                    stats.plot_cd_diagram(summary, out / stem, alpha=alpha, blocks=word)
+                    done.produced.append(f"{task} critical-difference diagram ({label}{which}; Friedman p = "
+                                         f"{summary.friedman_p:.3g} over {summary.n_cells_used} complete blocks; "
+                                         f"blocks: {what}): statistics/{stem}.png")
+                except ValueError as exc:
+                    done.missing.append((f"{task} critical-difference diagram ({label}{which})",
+                                         f"{exc} (blocks: {what})"))
         if lacking:
             done.missing.append((f"{task} per-window statistics for some cells",
                                  f"{lacking} finished rows have no per-window errors (written before they were kept, "

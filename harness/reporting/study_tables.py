@@ -17,14 +17,16 @@ from harness.reporting.tables import SCALE, Column, Entry, Table, render
 STUDY = "python -m harness.studies"
 STUDY_OUTPUTS = {  # paper table -> (file its study runner writes, what makes it): found anywhere under --results
     "tab:ablation": ("ablation_records.csv", f"needs the ablation study's records (`{STUDY} train --study ablation "
-                     "--out OUT ...`, then `evaluate --study ablation --out OUT`), i.e. variants trained on a GPU"),
+                     "--out OUT ...`, then `evaluate --study ablation --out OUT`): variants the study runner trains "
+                     "(on a CPU or a GPU)"),
     "tab:corpus_matched": ("corpus_matched_records.csv", "needs SOTER and the Chronos-2 retrained from scratch on the "
                            f"same corpus (`{STUDY} train --study corpus-matched --out OUT ...`, then `evaluate --study "
-                           "corpus-matched --out OUT`), trained on a GPU"),
+                           "corpus-matched --out OUT`): models the study runner trains (on a CPU or a GPU)"),
     "tab:pretraining_exposure": ("exposure_records.csv", "needs the exposure checkpoints of a pre-training run "
                                  f"evaluated on the paper's datasets (`{STUDY} evaluate --study exposure --out RUN`)"),
     "tab:sensitivity": ("sensitivity.csv", f"needs the sensitivity study (`{STUDY} train --study sensitivity --out OUT "
-                        "...`, then `evaluate --study sensitivity --out OUT --dataset mitbih`), trained on a GPU"),
+                        "...`, then `evaluate --study sensitivity --out OUT --dataset mitbih`): runs the study "
+                        "runner trains (on a CPU or a GPU)"),
 }
 STUDY_CAPTIONS = {
     "tab:ablation": "Ablation (this run's study): zero-shot forecasting RMSE and MAE in normalised space, x100, mean "

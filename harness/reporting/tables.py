@@ -72,20 +72,29 @@ class Table:
     # rows of models trained on each fold's training subjects: drawn in their own group below the others and
     # ranked apart from them (never the best of a zero-shot comparison); empty: one group, as before
     supervised: tuple[str, ...] = ()
+    # rows scored from a predictions file (harness score): made outside the harness, trained on what is not
+    # recorded, so drawn and ranked in a group of their own too
+    scored: tuple[str, ...] = ()
 
     def all_notes(self, with_model_notes: bool = True) -> tuple[str, ...]:
         return self.notes + (self.model_notes if with_model_notes else ())
 
     def groups(self) -> list[tuple[str, tuple[str, ...]]]:
-        """(label, rows) in drawing order: the zero-shot rows (label ""), then the supervised ones."""
-        own = tuple(m for m in self.models if m not in self.supervised)
+        """(label, rows) in drawing order: the zero-shot rows (label ""), the supervised ones, the scored ones."""
+        own = tuple(m for m in self.models if m not in self.supervised and m not in self.scored)
         apart = tuple(m for m in self.models if m in self.supervised)
-        return [(label, rows) for label, rows in (("", own), (SUPERVISED_GROUP, apart)) if rows]
+        scored = tuple(m for m in self.models if m in self.scored and m not in self.supervised)
+        return [(label, rows) for label, rows in (("", own), (SUPERVISED_GROUP, apart), (SCORED_GROUP, scored))
+                if rows]
 
 
 SUPERVISED_GROUP = "supervised (trained on the fold's training subjects)"
 SUPERVISED_NOTE = ("supervised (trained on the fold's training subjects): trained in every cell on the other "
                    "subjects, not zero-shot; ranked among themselves, apart from the zero-shot rows")
+SCORED_GROUP = "scored from a predictions file (made outside the harness)"
+SCORED_NOTE = ("scored from a predictions file (made outside the harness): how those forecasts were made, and on "
+               "what their model was trained, is not recorded; ranked among themselves, apart from the zero-shot rows")
+ZERO_SHOT = "zero-shot"  # the group of every other row (statistics: its name in the leaderboard's group column)
 
 
 def supervised_rows(frame: pd.DataFrame, models) -> tuple[str, ...]:
@@ -97,14 +106,33 @@ def supervised_rows(frame: pd.DataFrame, models) -> tuple[str, ...]:
     return tuple(m for m in models if (spec := specs.get(names.get(m, m))) is not None and spec.supervised)
 
 
+def scored_rows(frame: pd.DataFrame, models) -> tuple[str, ...]:
+    """The table rows scored from a predictions file (``harness score``: their identity's source says so)."""
+    from harness.records.configurations import SCORED, row_identity
+
+    if "model_info" not in frame:
+        return ()
+    found = {m for m, info in zip(frame["model"], frame["model_info"])
+             if (identity := row_identity(info)) is not None and identity.get("source") == SCORED}
+    return tuple(m for m in models if m in found)
+
+
+def model_groups(frame: pd.DataFrame, models) -> dict[str, str]:
+    """Each model's group, ranked alone: :data:`ZERO_SHOT`, :data:`SUPERVISED_GROUP` or :data:`SCORED_GROUP`."""
+    apart, scored = set(supervised_rows(frame, models)), set(scored_rows(frame, models))
+    return {m: SUPERVISED_GROUP if m in apart else SCORED_GROUP if m in scored else ZERO_SHOT for m in models}
+
+
 def grouped(table: Table, rows: pd.DataFrame) -> Table:
-    """``table`` with its supervised rows named (and a note saying what they are) when it has any."""
+    """``table`` with its supervised and scored rows named (and a note saying what they are) when it has any."""
     apart = supervised_rows(rows, table.models)
-    if not apart:
+    scored = tuple(m for m in scored_rows(rows, table.models) if m not in apart)
+    if not apart and not scored:
         return table
     from dataclasses import replace
 
-    return replace(table, supervised=apart, notes=table.notes + (SUPERVISED_NOTE,))
+    notes = table.notes + ((SUPERVISED_NOTE,) if apart else ()) + ((SCORED_NOTE,) if scored else ())
+    return replace(table, supervised=apart, scored=scored, notes=notes)
 
 
 # -- error tables -----------------------------------------------------------------------
@@ -385,15 +413,19 @@ def condition_tables(frame: pd.DataFrame, task: str, models: list[str] | None = 
 # -- rendering --------------------------------------------------------------------------
 def _ranks(table: Table) -> dict[tuple[str, Column], int]:
     """1 for the best value of each column, 2 for the second, compared as shown (two decimals): entries that
-    show the same number share its rank, whatever their row order; each group of rows (zero-shot, supervised)
-    is ranked alone; marked entries (partial, mixed, stale) are not ranked."""
+    show the same number share its rank, whatever their row order; each group of rows (zero-shot, supervised,
+    scored from a file) is ranked alone; marked entries (partial, mixed, stale) are not ranked. A mark says
+    better than another: best needs a worse value beside it, second a worse one too (of two values the other is
+    the worst, not the second; of equal values none is the best)."""
     ranks: dict[tuple[str, Column], int] = {}
+    apart = bool(table.supervised or table.scored)
     for col in table.columns:
-        for _, rows in table.groups() or [("", ())]:  # each group ranked alone: supervised rows apart
+        for _, rows in table.groups() or [("", ())]:  # each group ranked alone: supervised and scored rows apart
             shown = {m: round(float(e.mean), 2) for (m, c), e in table.entries.items()
                      if c == col and e.status == "ok" and not e.marked and np.isfinite(e.mean)
-                     and (m in rows or not table.supervised)}
-            best = sorted(set(shown.values()), reverse=col.higher_is_better)[:2]
+                     and (m in rows or not apart)}
+            ordered = sorted(set(shown.values()), reverse=col.higher_is_better)
+            best = ordered[: min(2, len(ordered) - 1)]  # the worst value is never marked
             ranks.update({(m, col): best.index(v) + 1 for m, v in shown.items() if v in best})
     return ranks
 
@@ -431,8 +463,9 @@ def _overlap_mark(status: str, style: str) -> str:
     return {"‡": r"^{\ddagger}", "?": "^{?}"}.get(mark, "") if style == "latex" else mark
 
 
-# the label row of the supervised group, per format (text: short, the notes say the rest; LaTeX: a full-width row)
-GROUP_ROW = {"text": lambda label, n: "-- supervised --", "markdown": lambda label, n: f"*{md_escape(label)}*",
+# the label row of the supervised (or scored) group, per format (text: short, the notes say the rest; LaTeX: a
+# full-width row)
+GROUP_ROW = {"text": lambda label, n: f"-- {label.split(' (')[0]} --", "markdown": lambda label, n: f"*{md_escape(label)}*",
              "latex": lambda label, n: rf"\midrule \multicolumn{{{n + 1}}}{{l}}{{\emph{{{_tex(label)}}}}}"}
 TEXT_RANKS = {1: "¹", 2: "²"}  # best and second best in text tables
 TEXT_WIDTH = 100  # text tables (terminal, .txt) fit this many columns; Markdown and LaTeX stay wide
@@ -450,7 +483,7 @@ def render(table: Table, style: str = "text", with_model_notes: bool = True) -> 
     name = {"text": plain, "markdown": md_escape, "latex": _tex}[style]
     header = ["Model"] + [f"{name(c.group)} {name(c.label)}" for c in table.columns]
     body = []
-    for label, rows in table.groups() if table.supervised else [("", table.models)]:
+    for label, rows in table.groups() if (table.supervised or table.scored) else [("", table.models)]:
         if label:  # the group's label row: a reader never takes these rows for zero-shot ones
             body.append([GROUP_ROW[style](label, len(table.columns))] + [""] * len(table.columns))
         body += [[name(model)] + [_cell(table.entries.get((model, c)), style, ranks.get((model, c)))

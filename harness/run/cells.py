@@ -42,6 +42,7 @@ class Cell:
     cache_dir: str | None = None  # on-disk embedding cache (classification)
     model_options: tuple[tuple[str, Any], ...] = field(default=())
     model_id: str = ""  # the model's identity (its weights' digest and options): a loaded model is reused only for it
+    code: str = ""  # the digest of the code that computes the cell's row (harness.records.code_identity): on-disk caches key by it
     # the setting as the task's points() gave it, typed (a protocols.specs.Setting, a segment length ...), so that
     # the task reads it back without parsing ``setting``, its name in the records; given none, the name itself
     point: Any = None
@@ -62,10 +63,27 @@ def cached_dataset(name: str, data_root: str | None = None) -> Dataset:
     return load_dataset(name, data_root=data_root)
 
 
-@lru_cache(maxsize=2)
 def cached_model(name: str, options: tuple[tuple[str, Any], ...], model_id: str = "") -> Model:
     """A loaded model, reused across cells of one configuration: ``model_id`` (the digest of its weights)
-    keeps a model loaded from a path from serving cells after the weights at that path changed."""
+    keeps a model loaded from a path from serving cells after the weights at that path changed. A load that
+    failed fails again at once for the configuration's other cells in this process (a refused oversized
+    checkpoint costs its check once, not once a cell); every cell's row still says why."""
+    key = (name, options, model_id)
+    failed = _LOAD_FAILURES.get(key)
+    if failed is not None:
+        raise failed
+    try:
+        return _loaded_model(name, options, model_id)
+    except Exception as exc:
+        _LOAD_FAILURES[key] = exc
+        raise
+
+
+_LOAD_FAILURES: dict[tuple[str, tuple[tuple[str, Any], ...], str], Exception] = {}
+
+
+@lru_cache(maxsize=2)
+def _loaded_model(name: str, options: tuple[tuple[str, Any], ...], model_id: str = "") -> Model:
     return get_spec(name).load(**dict(options))
 
 

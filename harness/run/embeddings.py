@@ -2,7 +2,8 @@
 model and fold (each seed draws its own segments).
 
 Entries live under ``cell.cache_dir`` (the run's ``<out>/cache``), one folder per (model, options, spec,
-data, seed) and one array per test fold. A module of its own, beside the cells rather than in them, so
+data, seed, code) and one array per test fold: the code digest (``cell.code``, the one the row records) is part
+of the key, so an entry computed by code that has changed since is never served. A module of its own, beside the cells rather than in them, so
 that a task uses it without reaching back into the code that calls the task.
 """
 
@@ -17,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from harness.records.store import file_mode
 from protocols.classification import embed_segments
 from protocols.data import Dataset, dataset_fingerprint
 from protocols.interface import Model
@@ -36,10 +38,12 @@ def embeddings_of(cell: Any, dataset: Dataset, model: Model, segments, spec) -> 
 
 
 def embedding_key(cell: Any, dataset: Dataset) -> str:
-    """The embedding cache entry of (model, options, spec, data, seed): the seed draws the segments,
-    so every seed has its own pass; the budgets of one seed share it."""
+    """The embedding cache entry of (model, options, spec, data, seed, code): the seed draws the segments,
+    so every seed has its own pass; the budgets of one seed share it. The code digest keeps an edited model
+    (or protocol) from being served the embeddings of its earlier code."""
     text = (f"{cell.model}|{cell.model_options}|{cell.spec.fingerprint()}|{dataset_fingerprint(dataset)}"
-            f"|seed={cell.seed}" + (f"|model_id={cell.model_id}" if cell.model_id else ""))  # other weights, same path
+            f"|seed={cell.seed}" + (f"|model_id={cell.model_id}" if cell.model_id else "")  # other weights, same path
+            + f"|code={getattr(cell, 'code', '')}")
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
@@ -61,6 +65,7 @@ def _cached_embeddings(root: Path, key: str, fold: str, compute) -> np.ndarray:
                 path.unlink()  # unreadable entry: recompute
         arr = np.asarray(compute(), dtype=np.float64)
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npy")
+        os.fchmod(fd, file_mode())  # mkstemp makes it 0600: every file a run writes shares the records' mode
         with os.fdopen(fd, "wb") as fh:
             np.save(fh, arr, allow_pickle=False)
         os.replace(tmp, path)

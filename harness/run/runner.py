@@ -13,7 +13,7 @@ from harness.records.cell_files import CELL_FILES, write_cell_files
 from harness.run.cells import WINDOW_ERRORS, Cell, run_cell, setting_name
 from harness.run.executor import EXECUTORS, make_executor
 from harness.run.progress import Progress
-from harness.records.store import RecordStore, RecordStoreError, row_key
+from harness.records.store import KEY_FIELDS, RecordStore, RecordStoreError, row_key
 from harness.records.window_store import write_window_errors
 from harness.records.configurations import recorded_code, with_identity
 from models.registry import get_spec, identity_digest, is_hub_id
@@ -234,6 +234,26 @@ def _check_model_options(config: RunConfig, model_names: tuple[str, ...]) -> Non
         if choices is not None and value not in choices:
             raise SpecError(f"--model-option {model}.{key}: {value!r} is not one of "
                             f"{', '.join(repr(c) for c in choices)}")
+        kinds = get_spec(model).option_types().get(key)
+        if kinds is not None and not _fits(value, kinds):
+            raise SpecError(f"--model-option {model}.{key}: {value!r} is not "
+                            f"{' or '.join(_TYPE_WORDS.get(k, k.__name__) for k in kinds)}")
+
+
+_TYPE_WORDS = {int: "a whole number", float: "a number", bool: "True or False", str: "a string", Path: "a path",
+               type(None): "None"}
+
+
+def _fits(value: Any, kinds: tuple[type, ...]) -> bool:
+    """Whether a ``--model-option`` value (a literal, else the string given) has one of the annotated types: a
+    whole number passes for a float, a string for a path; True is no number."""
+    if isinstance(value, bool):
+        return bool in kinds
+    if isinstance(value, int):
+        return int in kinds or float in kinds
+    if isinstance(value, str):
+        return str in kinds or Path in kinds
+    return any(isinstance(value, k) for k in kinds if k is not Path)
 
 
 def _check_declares(model: str, option: str, what: str) -> None:
@@ -260,6 +280,16 @@ def _check_weights_path(model: str, value: str) -> None:
                     + (" (and it is not a hub id ORG/REPO)" if hub else ""))
 
 
+def _check_weights_usable(model: str, value: str) -> None:
+    """``--weights`` that the model cannot load (an empty folder, no weights file) is a usage error now, not a
+    row of ``unavailable`` in every cell: a reason the model gives with these weights and not without them."""
+    spec = get_spec(model)
+    with_them = spec.unavailable_reason(weights=value)
+    if with_them is not None and with_them != spec.unavailable_reason():
+        flag = f"--weights {model}={value}"
+        raise SpecError(with_them if flag in with_them else f"{flag}: {with_them}")
+
+
 def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple[Cell, dict[str, object]]], RunSummary]:
     """Resolve names (errors before any work starts) and list every cell with its key fields.
     ``cluster_gpus``: the GPUs of the Ray cluster the cells will run on (None: this machine's)."""
@@ -271,6 +301,7 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
         get_spec(name)
         _check_declares(name, "weights", f"--weights {name}={directory}")
         _check_weights_path(name, directory)
+        _check_weights_usable(name, directory)
     for name in config.trust_remote_code:
         get_spec(name)
         _check_declares(name, "trust_remote_code", f"--trust-remote-code {name}")
@@ -304,7 +335,8 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
                         cell = Cell(config.task, resolved, fold, setting, model, seed, spec, condition, level,
                                     data_root=str(root) if root else None,
                                     cache_dir=str(Path(config.out).resolve() / "cache"), model_options=options,
-                                    model_id=identities[model], point=point)
+                                    model_id=identities[model], point=point,
+                                    code=summary.identities[model]["code"] or "")
                         fields = {"task": config.task, "dataset": label, "fold": fold, "setting": setting,
                                   "condition": condition, "model": model, "seed": seed, "protocol": protocol}
                         fields["key"] = row_key(identities[model], **fields)
@@ -430,8 +462,7 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
             _keep_arrays(config.out, str(fields["key"]), result.pop(WINDOW_ERRORS, None),  # before its row
                          result.pop(CELL_FILES, None))
             result["model_info"] = with_identity(result.get("model_info"), summary.identities[cell.model])
-            store.write({**fields, **result, "code_version": version,
-                         "finished_at": _now()})
+            _write_result(store, {**fields, **result, "code_version": version, "finished_at": _now()})
             summary.ran += 1
             seconds = result.get("seconds")
             bar.finished(cell.model, float(seconds) if isinstance(seconds, (int, float)) else None)
@@ -442,6 +473,17 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
         status = row["status"] if row else "missing"
         summary.status_counts[status] = summary.status_counts.get(status, 0) + 1
     return summary
+
+
+def _write_result(store: RecordStore, row: dict[str, object]) -> None:
+    """Append a cell's row; a row the store refuses (an ok row without a metric of its task, a metric that is
+    no number) is written as an ``error`` row saying why, so that one faulty cell never stops a sweep."""
+    try:
+        store.write(row)
+    except ValueError as exc:
+        kept = {k: row[k] for k in (*KEY_FIELDS, "key", "seconds", "model_info", "code_version", "finished_at")
+                if k in row}
+        store.write({**kept, "status": "error", "error": f"the task's row was no valid record: {exc}"[:2000]})
 
 
 def _keep_arrays(out: Path, key: str, windows, files) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 
@@ -36,6 +36,7 @@ class Task:
     figure: str | None = None  # what the task's figure shows (report's list); None: the task draws none
     options: tuple[Option, ...] = ()  # its flags of `run` (harness.registry.options); spec() gets their values
     metrics: tuple[Metric, ...] = ()  # the numbers its rows hold (harness.registry.metrics): evaluate() returns them
+    ok_fields: tuple[str, ...] = ()  # record columns an ok row holds besides its metrics (error tasks: the sums)
 
     # -- planning ---------------------------------------------------------------------------
     def spec(self, options: Any, seed: int) -> Any:
@@ -74,6 +75,27 @@ class Task:
         the pseudo-models of :attr:`model_free`.  Raise for failures: the cell records the error."""
         raise NotImplementedError
 
+    def ok_row_problem(self, row: Mapping[str, str]) -> str | None:
+        """Why an ok row of this task (a records line: every value a string, "" when empty) is no result (None:
+        it is one): each of its :attr:`metrics` and :attr:`ok_fields` must be present and a finite number (a
+        metric registered ``nan_when_ok`` may be NaN). An empty field would otherwise read as NaN and drop out
+        of a table's sums silently. The records store asks this of every ok row it writes or reads."""
+        from harness.records.row_metrics import in_details
+
+        extra = in_details(row.get("details") or "")  # a plugin's metrics live in details
+        wanted = [(m.name, m.nan_when_ok) for m in self.metrics] + [(f, False) for f in self.ok_fields]
+        for name, may_be_nan in wanted:
+            value = row.get(name, extra.get(name))
+            if value is None or value == "":
+                return f"an ok row without {name}: a result holds every metric of its task"
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                return f"{name} {str(value)[:40]!r} is not a number"
+            if np.isinf(number) or (np.isnan(number) and not may_be_nan):
+                return f"an ok row with {name} {value!r}: a metric that is not finite is no result"
+        return None
+
     # -- records -> tables and figures --------------------------------------------------------
     def tables(self, frame: pd.DataFrame, models: list[str] | None = None,
                datasets: list[str] | None = None) -> list[tuple[str, Table]]:
@@ -108,6 +130,7 @@ class ErrorTask(Task):
     the mean and std over :attr:`replicates`."""
 
     metrics = (RMSE, MAE)
+    ok_fields = ("sse", "sae", "n_points")  # the error sums: folds pool exactly
     replicates: tuple[str, ...] = ("seed",)  # record columns whose values are the replicates
     replicate_words: str = "seeds"  # the replicates in words (notes on incomplete cells)
     title: str = ""  # caption start of a condition table

@@ -71,8 +71,8 @@ class Classification(Task):
     def classification_table(self, frame, budget: str = "budget=100%", models=None, datasets=None):
         """Macro-F1 and Macro-AUROC per dataset at one label budget, and the Macro-AUROC averaged over the
         datasets (a model needs a number on every one)."""
-        from harness.reporting.tables import (Column, Entry, Table, measured_models, metric_columns, model_notes,
-                                              registry_names, unrecorded_note)
+        from harness.reporting.tables import (Column, Entry, Table, grouped, measured_models, metric_columns,
+                                              model_notes, registry_names, unrecorded_note)
 
         rows = frame[frame["task"] == self.name]
         if rows.empty:
@@ -99,13 +99,13 @@ class Classification(Task):
                                                                for n in _notes(d)})) + tuple(unrecorded_note(rows))
         caption = (f"Linear-probe classification ({budget.split('=')[-1]} of the training labels): Macro-F1 and "
                    "Macro-AUROC x100 on pooled LOSO predictions, mean ± std over seeds.")
-        return Table(caption, tuple(columns), tuple(models), entries, notes,
-                     model_notes(registry_names(rows, measured_models(entries)), self.name))
+        return grouped(Table(caption, tuple(columns), tuple(models), entries, notes,
+                             model_notes(registry_names(rows, measured_models(entries)), self.name)), rows)
 
     def label_efficiency_table(self, frame, dataset: str, models=None):
         """Macro-F1 and Macro-AUROC on one dataset at each label budget (a column group per budget)."""
-        from harness.reporting.tables import (Table, conditions, measured_models, metric_columns, model_notes,
-                                              registry_names)
+        from harness.reporting.tables import (Table, conditions, grouped, measured_models, metric_columns,
+                                              model_notes, registry_names)
 
         rows = frame[(frame["task"] == self.name) & (frame["dataset"] == dataset)]
         budgets = conditions(rows, self.name)
@@ -113,8 +113,8 @@ class Classification(Task):
         columns, entries, problems = metric_columns(rows, self.name, models,
                                                     [(b.split("=")[-1], dataset, b) for b in budgets], self.metrics)
         caption = f"Label efficiency on {dataset}: frozen linear probes with a share of the training labels, x100."
-        return Table(caption, tuple(columns), tuple(models), entries, tuple(dict.fromkeys(problems)),
-                     model_notes(registry_names(rows, measured_models(entries)), self.name))
+        return grouped(Table(caption, tuple(columns), tuple(models), entries, tuple(dict.fromkeys(problems)),
+                             model_notes(registry_names(rows, measured_models(entries)), self.name)), rows)
 
     # -- figures -------------------------------------------------------------------------------
     def figures(self, frame, out_dir):

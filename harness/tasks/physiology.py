@@ -59,6 +59,23 @@ class Physiology(Task):
         return dataclasses.replace(base, rates=options.rates or base.rates, mask=mask_of(options),
                                    sampling=SamplingSpec(max_windows_per_subject=maxw, seed=seed))
 
+    ok_fields = ("sse", "sae", "n_points")  # the sums pool exactly over folds
+
+    def ok_row_problem(self, row):
+        """The sums always; RMSE and MAE exactly when a pair was scored (``n_points`` > 0). A fold whose every
+        prediction has no detectable rate scores no pair: its RMSE and MAE are undefined, left empty, while its
+        sums (zero) and its failures (``details``) pool into the cell (docs/records.md)."""
+        problem = super().ok_row_problem(row)
+        if problem:
+            return problem
+        scored = int(row["n_points"]) > 0
+        for name in ("rmse", "mae"):
+            if scored and row.get(name, "") == "":
+                return f"an ok row without {name} although {row['n_points']} (span, channel) pairs were scored"
+            if not scored and row.get(name, "") != "":
+                return f"an ok row with {name} {row[name]!r} although no (span, channel) pair was scored"
+        return None
+
     def points(self, spec):
         out = []
         if "forecast" in spec.sources:
@@ -169,11 +186,14 @@ class Physiology(Task):
             stem = "physiology_forecast" if source == "forecast" else f"physiology_imputation_{file_stem(source)}"
             if source != "forecast" and source.rpartition("missing=")[0].strip():
                 stem = f"physiology_imputation_{family_stem(source.rpartition('missing=')[0].strip())}_{file_stem(source)}"
-            out.append((stem, self._table(per[per["source"] == source], source, models, datasets)))
+            out.append((stem, self._table(per[per["source"] == source], source, models, datasets,
+                                          frame[frame["task"] == self.name])))
         return out
 
-    def _table(self, per, source, models, datasets):
-        from harness.reporting.tables import Column, Entry, Table, model_notes, measured_models, summary_entry
+    def _table(self, per, source, models, datasets, rows=None):
+        """One source's table; ``rows``: the task's records (its supervised and scored rows are ranked apart)."""
+        from harness.reporting.tables import (Column, Entry, Table, grouped, model_notes, measured_models,
+                                              summary_entry)
 
         datasets = datasets or list(dict.fromkeys(per["dataset"]))
         models = models or list(dict.fromkeys(per["model"]))
@@ -185,12 +205,13 @@ class Physiology(Task):
                 if set(g_all["status"]) == {"unavailable"}:
                     notes.append(f"{measure_of(cond)} on {ds}: {g_all['reason'].iloc[0]}")
                     continue
-                unit = next((u for u in g_all["unit"] if u), "")
+                # the measure's own unit (rows that scored nothing, or errors only, carry none in their details)
+                unit = next((u for u in g_all["unit"] if u), "") or _measure_unit(measure_of(cond))
                 first = g_all[g_all["complete"]].head(1)
                 if len(first) and int(first["truth_skipped"].iloc[0]):
                     notes.append(f"{measure_of(cond)} on {ds}: {int(first['truth_skipped'].iloc[0])} of "
                                  f"{int(first['all_pairs'].iloc[0])} (span, channel) pairs skipped, no rate in the truth")
-                mae_col = Column(ds, f"{measure_of(cond)} MAE ({unit})")
+                mae_col = Column(ds, f"{measure_of(cond)} MAE ({unit})" if unit else f"{measure_of(cond)} MAE")
                 fail_col = Column(ds, f"{measure_of(cond)} no rate %")
                 columns += [mae_col, fail_col]
                 for model in models:
@@ -213,8 +234,9 @@ class Physiology(Task):
                    "channel) pairs with a rate in truth and prediction, and the share of pairs whose prediction has "
                    "no detectable rate; folds pooled, mean ± std over seeds. Spans without a rate in the truth are "
                    "skipped (details column of the records).")
-        return Table(caption, tuple(columns), tuple(models), entries, tuple(dict.fromkeys(notes)),
-                     model_notes(measured_models(entries)))
+        table = Table(caption, tuple(columns), tuple(models), entries, tuple(dict.fromkeys(notes)),
+                      model_notes(measured_models(entries)))
+        return grouped(table, rows) if rows is not None else table
 
     def figures(self, frame, out_dir):
         from harness.reporting.physiology_figure import physiology_figure
@@ -225,6 +247,11 @@ class Physiology(Task):
         per["source"] = per["condition"].map(source_of)
         per["measure"] = per["condition"].map(measure_of)
         return physiology_figure(per[per["complete"]], out_dir / "physiology_rate_error")
+
+
+def _measure_unit(name: str) -> str:
+    measure = MEASURES.get(name)
+    return measure.unit if measure is not None else "per minute"
 
 
 def _plain(entry):

@@ -42,7 +42,7 @@ def _read_manifest(path: Path) -> tuple[Path, dict[str, Any]]:
         raise DatasetError(f"{path}: both {' and '.join(MANIFESTS)} exist; keep one manifest")
     manifest = present[0]
     try:
-        text = manifest.read_text(encoding="utf-8")
+        text = manifest.read_text(encoding="utf-8-sig")  # a byte-order mark some editors write: not part of it
         data = tomllib.loads(text) if manifest.suffix == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{manifest}: malformed manifest: {exc}") from exc
@@ -232,7 +232,7 @@ def _read_recording(file: Path, entry: dict[str, str], channels: tuple[str, ...]
     if times.size > 1 and not np.all(np.diff(times) > 0):
         (row,) = _first(~(np.diff(times) > 0))
         raise DatasetError(f"{file}: 'time' is not strictly increasing at data row {row + 2} "
-                           f"({times[row]!r} then {times[row + 1]!r})")
+                           f"({float(times[row])!r} then {float(times[row + 1])!r})")
     values = np.stack([_numeric(frame, c, file) for c in channels])
     _check_value_range(file, values, channels)
     if not allow_missing and np.isnan(values).any():
