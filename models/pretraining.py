@@ -258,8 +258,11 @@ def default_checkpoint(model: str) -> str | None:
 
 # -- statuses -----------------------------------------------------------------------------------
 def dataset_base(name: str) -> str:
-    """The registry name of a dataset as records write it (``mitbih:blocks=6`` is MIT-BIH)."""
-    return name.split(":blocks=")[0]
+    """The registry name of a dataset as records write it: every dataset option is dropped
+    (``heartrate:channels=RESP+PLETH+II:blocks=4`` is HeartRate, ``mitbih:blocks=6`` is MIT-BIH)."""
+    from protocols.datasets import dataset_base_name
+
+    return dataset_base_name(name)
 
 
 def overlap(entry: Entry | None, dataset: str, declared: Iterable[str] = (), reg: Registry | None = None) -> Overlap:
