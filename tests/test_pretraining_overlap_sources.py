@@ -1,6 +1,7 @@
 """The pre-training overlap registry as researched for issue #47: dataset options never lose the mark,
 source databases and the archives that re-package them as keys (MIT-BIH inside an anomaly archive inside
-a corpus is found by the rules), and every `yes`/`partial` cites what it was read in."""
+a corpus is found by the rules), every `yes`/`partial` cites what it was read in, and the model x dataset
+matrix that `harness data overlap`, `harness list models --overlap` and the report print."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.reporting.pretraining_marks import mark_table
+from harness.reporting.pretraining_marks import mark_table, matrix_text, registry_markdown
 from harness.reporting.tables import Column, Entry, Table, render
 from models import pretraining
 from models.pretraining import (CHECKPOINTS, REGISTRY_FILE, RegistryError, checkpoint_entry, dataset_base,
@@ -180,3 +181,44 @@ def test_every_third_party_model_has_a_researched_entry_and_unknown_says_what_wa
             reason = overlap(entry, "mitbih", reg=reg).reason
             assert re.search(r"searched|not readable|documented only in part", reason), (model, reason)
         assert "not readable offline" not in entry.data  # the old placeholder of issue #35 is gone
+
+
+# -- the matrix -----------------------------------------------------------------------------------
+def test_the_matrix_prints_every_model_on_every_dataset_with_the_reasons(capsys):
+    from harness.cli import main
+
+    args = [BIDMC_CHANNELS, "mitbih", "--models", "soter-authors", "moment-base", "last-value"]
+    assert main(["data", "overlap", *args]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.split()[:1] in
+            (["soter-authors"], ["moment-base"], ["last-value"])}
+    assert rows == {"soter-authors": ["partial‡", "no"], "moment-base": ["unknown?", "yes‡"], "last-value": ["no", "no"]}
+    assert f"partial‡: soter-authors on {BIDMC_CHANNELS}: BIDMC's 53 recordings" in out
+    assert "yes‡: moment-base on mitbih: its corpus includes timeseries-pile > tsb-uad > physionet:mitdb" in out
+    assert "no: last-value on every dataset: not pre-trained" in out
+    assert main(["list", "models", "--overlap", BIDMC_CHANNELS, "mitbih"]) == 0
+    listed = capsys.readouterr().out
+    assert "moment-base" in listed and len([ln for ln in listed.splitlines() if ln.startswith("tirex ")]) == 1
+    assert main(["list", "models", "--overlap", "all"]) == 0
+    assert capsys.readouterr().out == matrix_text() + "\n"
+
+
+def test_an_unknown_dataset_or_model_in_the_matrix_is_one_line_and_exit_2(capsys):
+    from harness.cli import main
+
+    assert main(["data", "overlap", "mitbh"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'mitbh' (did you mean 'mitbih'?)" in err
+    assert main(["data", "overlap", "--models", "no-such-model"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_the_report_section_holds_the_same_matrix():
+    section = "\n".join(registry_markdown())
+    assert "### Every model on every evaluation dataset" in section
+    header = next(line for line in section.splitlines() if line.startswith("| model |"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    row = next(line for line in section.splitlines() if line.startswith("| moment-base |"))
+    cells = dict(zip(columns, (c.strip() for c in row.strip("|").split("|"))))
+    assert cells["mitbih"] == "yes‡" and cells["wdd"] == "unknown?"
+    assert "- yes‡: moment-base, moment-large, moment-small on mitbih: its corpus includes timeseries-pile" in section
