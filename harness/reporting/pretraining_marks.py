@@ -178,7 +178,7 @@ def matrix_text(models: list[str] | None = None, datasets: list[str] | None = No
     cols = [max(len(d), 8) + 2 for d in datasets]
     lines = [f"Pre-training overlap: {SEEN} may have seen the dataset (yes or partial), {UNKNOWN} corpus not documented "
              "(models/pretraining_overlap.toml; docs/pretraining-overlap.md)", "",
-             "model".ljust(width) + "".join(d.ljust(c) for d, c in zip(datasets, cols))]
+             ("model".ljust(width) + "".join(d.ljust(c) for d, c in zip(datasets, cols))).rstrip()]
     for m in models:
         row = "".join(f"{cells[(m, d)].status}{MARKS[cells[(m, d)].status]}".ljust(c) for d, c in zip(datasets, cols))
         lines.append(m.ljust(width) + row.rstrip())
