@@ -376,11 +376,11 @@ def overlap(entry: Entry | None, dataset: str, declared: Iterable[str] = (), reg
     if spec is None and unmatched:
         return Overlap("unknown", f"source database {', '.join(unmatched)} is not one the registry knows", cite,
                        checked)
-    partial = [reg.sources[s] for s in reach if s in reg.sources and not reg.sources[s].complete]
-    if entry.complete and not partial:
+    read_in_part = [reg.sources[s] for s in reach if s in reg.sources and not reg.sources[s].complete]
+    if entry.complete and not read_in_part:
         return Overlap("no", "its documented corpus excludes it", cite, checked)
     why = [entry.unknown_because] if not entry.complete else []
-    why += [f"{s.key} documented only in part: {s.unknown_because}" for s in partial]
+    why += [f"{s.key} documented only in part: {s.unknown_because}" for s in read_in_part]
     return Overlap("unknown", "; ".join(w for w in why if w) or "its corpus is not documented in full", cite, checked)
 
 
