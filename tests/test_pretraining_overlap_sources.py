@@ -183,6 +183,15 @@ def test_every_third_party_model_has_a_researched_entry_and_unknown_says_what_wa
         assert "not readable offline" not in entry.data  # the old placeholder of issue #35 is gone
 
 
+
+def test_the_registry_and_its_doc_name_no_path_of_one_machine():
+    """Citations point into the repository or the shared folder beside it (`../shared/...`): an absolute
+    path of the machine the research was done on means nothing to a reader of the repository."""
+    doc = Path(__file__).resolve().parents[1] / "docs" / "pretraining-overlap.md"
+    for path in (REGISTRY_FILE, doc):
+        text = Path(path).read_text(encoding="utf-8")
+        assert not re.search(r"(?<![.\w])/(work|home|tmp|Users)/", text), path
+
 # -- the matrix -----------------------------------------------------------------------------------
 def test_the_matrix_prints_every_model_on_every_dataset_with_the_reasons(capsys):
     from harness.cli import main
