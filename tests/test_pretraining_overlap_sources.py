@@ -169,6 +169,22 @@ def test_the_physiological_archives_in_third_party_corpora_are_found():
         assert "utsd > monash-tser:IEEEPPG > ieee-spc-2015" in model_overlap(model, "ieee-ppg").reason
 
 
+
+@pytest.mark.parametrize("model, cited", [
+    *[(f"chronos-bolt-{size}", "chronos-forecasting issue #245") for size in ("tiny", "mini", "small", "base")],
+    ("moirai-2.0-small", "CloudOps")])
+def test_a_corpus_named_in_full_by_its_owners_is_no_on_every_paper_dataset(model, cited):
+    """Chronos-Bolt: its maintainers say its real pre-training data are the original Chronos datasets;
+    Moirai 2.0: the one private part of its corpus is Salesforce's CloudOps telemetry. Every part is
+    then a collection read in full, and none holds a recording of the evaluation datasets."""
+    reg = registry()
+    entry = reg.entry_for(model)
+    assert entry.complete and all(reg.sources[s].complete for s in reg.reach(entry.corpus) if s in reg.sources)
+    for dataset in reg.datasets:
+        o = overlap(entry, dataset, reg=reg)
+        assert o.status == "no", (model, dataset, o.reason)
+    assert cited in entry.cite + " ".join(reg.sources[s].name + reg.sources[s].cite for s in entry.corpus)
+
 def test_every_third_party_model_has_a_researched_entry_and_unknown_says_what_was_searched():
     reg = registry()
     models = _foundation_models()
