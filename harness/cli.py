@@ -86,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
 
     lst = sub.add_parser("list", help="list datasets, models and tasks")
     lst.add_argument("what", nargs="?", choices=("datasets", "models", "tasks", "all"), default="all")
+    lst.add_argument("--overlap", nargs="+", default=None, metavar="DATASET",
+                     help="with `models`: the pre-training overlap matrix, every model on DATASET ('all': every "
+                          "evaluation dataset), with the reasons (the same as `data overlap`)")
 
     from harness import data_cli
 
@@ -171,6 +174,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "run":
             return _run(args)
         if args.command == "list":
+            if args.overlap is not None:
+                if args.what != "models":
+                    raise ValueError("--overlap lists models: use `list models --overlap DATASET`")
+                from harness.reporting.pretraining_marks import matrix_text
+
+                print(matrix_text(None, None if args.overlap == ["all"] else args.overlap))
+                return 0
             return _list(args.what)
         if args.command == "data":
             from harness import data_cli

@@ -25,6 +25,11 @@ def add_parser(subparsers) -> None:
                          "under the data root)")
     st.add_argument("--npe-order", type=int, default=None, help="permutation order (default: protocols.npe.ORDER)")
     st.add_argument("--npe-delay", type=int, default=None, help="embedding delay (default: protocols.npe.DELAY)")
+    ov = sub.add_parser("overlap", help="which model may have seen which dataset in pre-training: the matrix model x "
+                                        "dataset with each reason and its source (docs/pretraining-overlap.md)")
+    ov.add_argument("dataset", nargs="*", metavar="NAME",
+                    help="evaluation datasets, options allowed (heartrate:channels=PLETH); default: every one")
+    ov.add_argument("--models", nargs="+", default=None, metavar="MODEL", help="default: every registered model")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,6 +37,11 @@ def run(args: argparse.Namespace) -> int:
         return _download(args)
     if args.data_command == "check":
         return _check(args)
+    if args.data_command == "overlap":
+        from harness.reporting.pretraining_marks import matrix_text
+
+        print(matrix_text(args.models, args.dataset or None))
+        return 0
     return _stats(args)
 
 

@@ -25,6 +25,7 @@ GENERATED_SOTER = "soter-checkpoint"
 ENTRY_FIELDS = {"models", "pretrained", "data", "corpus", "complete", "unknown_because", "cite", "checked",
                 "datasets", "generated"}
 DATASET_FIELDS = {"sources", "related", "cite"}
+SOURCE_FIELDS = {"name", "cite", "checked", "holds", "complete", "unknown_because"}
 
 
 class RegistryError(ValueError):
@@ -54,6 +55,20 @@ class DatasetSources:
 
 
 @dataclass(frozen=True)
+class Source:
+    """A source database, or an archive or corpus that re-packages others (``holds``: member id -> what
+    of it), so that MIT-BIH inside an anomaly archive inside a pre-training corpus is found by the rules."""
+
+    key: str
+    name: str
+    cite: str
+    checked: str = ""
+    holds: Mapping[str, str] = field(default_factory=dict)
+    complete: bool = True  # a collection: every member that holds a registry source is listed in ``holds``
+    unknown_because: str = ""  # a collection documented only in part: what was read, what was not
+
+
+@dataclass(frozen=True)
 class Entry:
     key: str
     models: tuple[str, ...]
@@ -75,6 +90,7 @@ class Registry:
     entries: Mapping[str, Entry]  # by key
     datasets: Mapping[str, DatasetSources]
     checkpoints: Mapping[str, Entry]  # SOTER checkpoint folder name -> its generated entry
+    sources: Mapping[str, Source] = field(default_factory=dict)  # every source id the data file declares
 
     def entry_for(self, model: str, checkpoint: str | None = None) -> Entry | None:
         """The entry of a registry model name; SOTER's shipped models by the checkpoint they ran
@@ -89,8 +105,22 @@ class Registry:
 
     def known_sources(self) -> set[str]:
         """Every source id the registry can match: the datasets' and every corpus's."""
-        found = {s for d in self.datasets.values() for s in (*d.sources, *d.related)}
+        found = {s for d in self.datasets.values() for s in (*d.sources, *d.related)} | set(self.sources)
         return found | {s for e in (*self.entries.values(), *self.checkpoints.values()) for s in e.corpus}
+
+    def reach(self, corpus: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """Every source id a corpus holds, directly or through the archives it holds, with the path
+        (corpus member first) by which it was reached; the shortest path wins."""
+        found: dict[str, tuple[str, ...]] = {}
+        queue = [(s, (s,)) for s in corpus]
+        while queue:
+            source, path = queue.pop(0)
+            if source in found:
+                continue
+            found[source] = path
+            held = self.sources.get(source)
+            queue += [(member, (*path, member)) for member in (held.holds if held else {})]
+        return found
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -151,14 +181,50 @@ def _dataset(name: str, raw: Any) -> DatasetSources:
     return DatasetSources(name, _strings(raw["sources"], f"{where}.sources"), dict(related), raw.get("cite", ""))
 
 
+def _source(key: str, raw: Any) -> Source:
+    where = f"{REGISTRY_FILE.name}: sources.{key}"
+    if not isinstance(raw, dict):
+        raise RegistryError(f"{where}: must be a table")
+    unknown = sorted(set(raw) - SOURCE_FIELDS)
+    if unknown:
+        raise RegistryError(f"{where}: unknown field(s) {unknown}; allowed: {sorted(SOURCE_FIELDS)}")
+    if not all(isinstance(raw.get(n), str) and raw[n].strip() for n in ("name", "cite")):
+        raise RegistryError(f"{where}: needs a name and a cite (where a reader can open it)")
+    holds = raw.get("holds", {})
+    if not isinstance(holds, dict) or not all(isinstance(v, str) and v.strip() for v in holds.values()):
+        raise RegistryError(f"{where}.holds: a table of member source id = what of it")
+    complete = raw.get("complete", True)
+    if not isinstance(complete, bool):
+        raise RegistryError(f"{where}: complete must be true or false")
+    if not complete and not str(raw.get("unknown_because", "")).strip():
+        raise RegistryError(f"{where}: a collection documented only in part needs unknown_because (what was read)")
+    if raw.get("checked"):
+        _check_date(raw["checked"], where)
+    return Source(key, raw["name"], raw["cite"], raw.get("checked", ""), dict(holds), complete,
+                  raw.get("unknown_because", ""))
+
+
+def _check_ids(entries: Mapping[str, Entry], datasets: Mapping[str, DatasetSources],
+               sources: Mapping[str, Source]) -> None:
+    """Every id the hand-written file uses is declared under [sources]: a misspelt id would otherwise
+    match nothing and turn a ``yes`` into a silent ``no``."""
+    uses = [(f"datasets.{d.name}", s) for d in datasets.values() for s in (*d.sources, *d.related)]
+    uses += [(f"sources.{src.key}.holds", s) for src in sources.values() for s in src.holds]
+    uses += [(f"entries.{e.key}.corpus", s) for e in entries.values() for s in e.corpus]
+    for where, source in uses:
+        if source not in sources:
+            raise RegistryError(f"{REGISTRY_FILE.name}: {where}: source {source!r} is not declared under "
+                                "[sources] (add it with its name and cite)")
+
+
 def read_registry(path: Path = REGISTRY_FILE, checkpoints: Path = CHECKPOINTS) -> Registry:
     """The data file and the generated checkpoint entries; a schema error raises :class:`RegistryError`."""
     try:
         raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise RegistryError(f"{path}: cannot be read: {exc}") from exc
-    if raw.get("schema") != 1 or set(raw) - {"schema", "entries", "datasets"}:
-        raise RegistryError(f"{path}: expected schema = 1 and the tables entries and datasets only")
+    if raw.get("schema") != 1 or set(raw) - {"schema", "entries", "datasets", "sources"}:
+        raise RegistryError(f"{path}: expected schema = 1 and the tables sources, datasets and entries only")
     entries = {k: _entry(k, v) for k, v in raw.get("entries", {}).items()}
     seen: dict[str, str] = {}
     for entry in entries.values():
@@ -167,7 +233,9 @@ def read_registry(path: Path = REGISTRY_FILE, checkpoints: Path = CHECKPOINTS) -
                 raise RegistryError(f"{path.name}: model {model!r} is in entries {seen[model]} and {entry.key}")
             seen[model] = entry.key
     datasets = {k: _dataset(k, v) for k, v in raw.get("datasets", {}).items()}
-    return Registry(entries, datasets, checkpoint_entries(checkpoints))
+    sources = {k: _source(k, v) for k, v in raw.get("sources", {}).items()}
+    _check_ids(entries, datasets, sources)
+    return Registry(entries, datasets, checkpoint_entries(checkpoints), sources)
 
 
 @lru_cache(maxsize=1)
@@ -258,13 +326,26 @@ def default_checkpoint(model: str) -> str | None:
 
 # -- statuses -----------------------------------------------------------------------------------
 def dataset_base(name: str) -> str:
-    """The registry name of a dataset as records write it (``mitbih:blocks=6`` is MIT-BIH)."""
-    return name.split(":blocks=")[0]
+    """The registry name of a dataset as records write it: every dataset option is dropped
+    (``heartrate:channels=RESP+PLETH+II:blocks=4`` is HeartRate, ``mitbih:blocks=6`` is MIT-BIH)."""
+    from protocols.datasets import dataset_base_name
+
+    return dataset_base_name(name)
+
+
+def _path_text(path: tuple[str, ...], reg: Registry, notes: Mapping[str, str]) -> str:
+    """``a > b > c (what of c)``: how a corpus member holds the source, the last hop's note beside it."""
+    last = path[-1]
+    if len(path) == 1:  # in the corpus itself: what of it, as a generated entry's manifest says
+        return f"{last}: {notes[last]}" if last in notes else last
+    held = reg.sources[path[-2]].holds.get(last, "") if path[-2] in reg.sources else ""
+    return " > ".join(path) + (f" ({held})" if held else "")
 
 
 def overlap(entry: Entry | None, dataset: str, declared: Iterable[str] = (), reg: Registry | None = None) -> Overlap:
     """The status of ``entry``'s model on ``dataset`` (a registered dataset, or a user dataset whose
-    manifest ``declared`` source databases), by the rules in the data file's header."""
+    manifest ``declared`` source databases), by the rules in the data file's header: a source is found
+    in the corpus directly or inside any archive the corpus holds (``[sources.X] holds``)."""
     reg = reg or registry()
     if entry is None:
         return Overlap("unknown", "no entry in the pre-training registry (a plugin model, or weights given "
@@ -279,22 +360,28 @@ def overlap(entry: Entry | None, dataset: str, declared: Iterable[str] = (), reg
     spec = reg.datasets.get(name)
     sources = spec.sources if spec is not None else tuple(declared)
     related = spec.related if spec is not None else {}
-    hit = [s for s in sources if s in entry.corpus]
+    reach = reg.reach(entry.corpus)
+    hit = [s for s in sources if s in reach]
     if hit:
-        what = "; ".join(f"{s}: {entry.corpus_notes[s]}" if s in entry.corpus_notes else s for s in hit)
+        what = "; ".join(_path_text(reach[s], reg, entry.corpus_notes) for s in hit)
         return Overlap("yes", f"its corpus includes {what}", cite, checked)
-    near = [s for s in related if s in entry.corpus]
+    near = [s for s in related if s in reach]
     if near:
-        return Overlap("partial", "; ".join(related[s] for s in near), cite, checked)
+        via = "; ".join(" > ".join(reach[s]) for s in near if len(reach[s]) > 1)
+        return Overlap("partial", "; ".join(related[s] for s in near) + (f" (found as {via})" if via else ""),
+                       cite, checked)
     if not sources:
         return Overlap("unknown", "a user dataset whose manifest declares no source_database", cite, checked)
     unmatched = [s for s in sources if s not in reg.known_sources()]
     if spec is None and unmatched:
         return Overlap("unknown", f"source database {', '.join(unmatched)} is not one the registry knows", cite,
                        checked)
-    if entry.complete:
+    read_in_part = [reg.sources[s] for s in reach if s in reg.sources and not reg.sources[s].complete]
+    if entry.complete and not read_in_part:
         return Overlap("no", "its documented corpus excludes it", cite, checked)
-    return Overlap("unknown", entry.unknown_because or "its corpus is not documented in full", cite, checked)
+    why = [entry.unknown_because] if not entry.complete else []
+    why += [f"{s.key} documented only in part: {s.unknown_because}" for s in read_in_part]
+    return Overlap("unknown", "; ".join(w for w in why if w) or "its corpus is not documented in full", cite, checked)
 
 
 def model_overlap(model: str, dataset: str, checkpoint: str | None = None, declared: Iterable[str] = (),

@@ -170,10 +170,12 @@ def _table(models, datasets) -> Table:
 def test_a_yes_cell_shows_the_mark_and_the_reason_in_every_format(monkeypatch):
     fake = pretraining.Entry("fake", ("fake-fm",), "a corpus with MIT-BIH", "Fake paper, Sec. 4", "2026-11-25",
                              corpus=("physionet:mitdb",), complete=True)
+    vague = pretraining.Entry("vague", ("vague-fm",), "not named", "Vague card", "2026-11-25",
+                              unknown_because="the card names no dataset")
     reg = registry()
     monkeypatch.setattr(pretraining, "registry", lambda: pretraining.Registry(
-        {**reg.entries, "fake": fake}, reg.datasets, reg.checkpoints))
-    models = {"fake-fm": "fake-fm", "last-value": "last-value", "moment-base": "moment-base"}
+        {**reg.entries, "fake": fake, "vague": vague}, reg.datasets, reg.checkpoints, reg.sources))
+    models = {"fake-fm": "fake-fm", "last-value": "last-value", "vague-fm": "vague-fm"}
     table = mark_table(_table(list(models), ("mitbih",)), _frame(models, ("mitbih",)), "forecasting")
     text, md, tex = (render(table, s) for s in ("text", "markdown", "latex"))
     assert "1.00±0.10‡" in text and "**1.00** ± 0.10‡" in md and r"$\mathbf{1.00}_{\pm 0.10}^{\ddagger}$" in tex
@@ -182,9 +184,9 @@ def test_a_yes_cell_shows_the_mark_and_the_reason_in_every_format(monkeypatch):
     assert r"$^{\ddagger}$ " + reason in tex and "Fake paper, Sec. 4" in md
     # unknown and no are shown as such, in every format
     for out in (text.replace("\n  ", " "), md, tex):
-        assert "moment-base: pre-training overlap unknown on mitbih" in out.replace(r"\_", "_")
+        assert "vague-fm: pre-training overlap unknown on mitbih" in out.replace(r"\_", "_")
         assert "pre-training overlap no: last-value on mitbih (not pre-trained)" in out
-    assert "3.00 ± 0.10?" in md  # moment-base marked ?, last-value unmarked
+    assert "3.00 ± 0.10?" in md  # vague-fm marked ?, last-value unmarked
     # the numbers and ranks are untouched: the best cell stays bold although marked
     assert "**1.00** ± 0.10‡" in md and "<u>2.00</u> ± 0.10 |" in md
     assert [e.mean for e in table.entries.values()] == [e.mean for e in _table(list(models), ("mitbih",)).entries.values()]
@@ -290,7 +292,7 @@ def test_the_report_lists_the_registry_and_the_leaderboard_shows_the_overlap(tmp
     frame = fixed_records()  # soter, last-value and tirex on MIT-BIH
     board, _ = leaderboard(frame, {}, "forecasting")
     assert board.loc["soter", "pretraining_overlap"] == "no: mitbih"
-    assert board.loc["tirex", "pretraining_overlap"].startswith("?unknown: mitbih: checked baselines/tirex_model.py")
+    assert board.loc["tirex", "pretraining_overlap"] == "no: mitbih"  # its corpus is documented: no MIT-BIH
     results = tmp_path / "run"
     results.mkdir()
     frame.to_csv(results / "records.csv", index=False)

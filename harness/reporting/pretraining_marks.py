@@ -140,6 +140,70 @@ def leaderboard_column(labels, frame: pd.DataFrame, task: str,
     return out
 
 
+# -- the model x dataset matrix (`harness data overlap`, `harness list models --overlap`, the report) ----
+def overlap_matrix(models: list[str] | None = None,
+                   datasets: list[str] | None = None) -> tuple[list[str], list[str], dict[tuple[str, str], Overlap]]:
+    """(models, datasets, (model, dataset) -> Overlap): every registered model (or ``models``) on every
+    evaluation dataset the registry describes (or ``datasets``, each may carry options such as
+    ``heartrate:channels=PLETH``: the options never change the status)."""
+    from models.pretraining import registry
+    from models.registry import all_specs, get_spec
+
+    reg = registry()
+    datasets = list(datasets or reg.datasets)
+    unknown = [d for d in datasets if dataset_base(d) not in reg.datasets]
+    if unknown:
+        from protocols.words import did_you_mean
+
+        hint = did_you_mean(dataset_base(unknown[0]), reg.datasets)
+        raise ValueError(f"no pre-training overlap is recorded for dataset {', '.join(map(repr, unknown))}{hint}; the "
+                         f"registry describes {', '.join(reg.datasets)} (a folder dataset is marked in the tables "
+                         "of `run`, `table` and `report` from its manifest's source_database)")
+    models = list(models) if models else sorted(all_specs())
+    for model in models:
+        get_spec(model)  # an unknown model name is one clear error, with the closest names
+    return models, datasets, {(m, d): model_overlap(m, d) for m in models for d in datasets}
+
+
+def _reason_groups(models: list[str], datasets: list[str], cells: Mapping[tuple[str, str], Overlap]) -> list[str]:
+    """One line per status and reason: which models on which datasets, why, and where it was read."""
+    groups: dict[tuple[str, str, str, str], tuple[dict[str, None], dict[str, None]]] = {}
+    for (model, dataset), o in cells.items():
+        ms, ds = groups.setdefault((o.status, o.reason, o.cite, o.checked), ({}, {}))
+        ms[model], ds[dataset] = None, None
+    order = {s: i for i, s in enumerate(("yes", "partial", "unknown", "no"))}
+    lines = []
+    for (status, reason, cite, checked), (ms, ds) in sorted(groups.items(), key=lambda g: order[g[0][0]]):
+        where = f" [{cite}; checked {checked}]" if cite and checked else f" [{cite}]" if cite else ""
+        on = "every dataset" if len(ds) == len(datasets) > 1 else ", ".join(ds)
+        lines.append(f"{status}{MARKS[status]}: {', '.join(ms)} on {on}: {reason}{where}")
+    return lines
+
+
+def matrix_text(models: list[str] | None = None, datasets: list[str] | None = None) -> str:
+    """The matrix as `harness data overlap` prints it: a status per model and dataset, then the reasons."""
+    models, datasets, cells = overlap_matrix(models, datasets)
+    width = max(len(m) for m in models) + 2
+    cols = [max(len(d), 8) + 2 for d in datasets]
+    lines = [f"Pre-training overlap: {SEEN} may have seen the dataset (yes or partial), {UNKNOWN} corpus not documented "
+             "(models/pretraining_overlap.toml; docs/pretraining-overlap.md)", "",
+             ("model".ljust(width) + "".join(d.ljust(c) for d, c in zip(datasets, cols))).rstrip()]
+    for m in models:
+        row = "".join(f"{cells[(m, d)].status}{MARKS[cells[(m, d)].status]}".ljust(c) for d, c in zip(datasets, cols))
+        lines.append(m.ljust(width) + row.rstrip())
+    return "\n".join(lines + ["", "Reasons:"] + [f"  {line}" for line in _reason_groups(models, datasets, cells)])
+
+
+def matrix_markdown(models: list[str] | None = None, datasets: list[str] | None = None) -> list[str]:
+    """The same matrix as a Markdown table and a list of reasons (the report's overlap section)."""
+    models, datasets, cells = overlap_matrix(models, datasets)
+    lines = ["| model | " + " | ".join(md_escape(d) for d in datasets) + " |", "|" + "---|" * (len(datasets) + 1)]
+    for m in models:
+        lines.append(f"| {md_escape(m)} | " + " | ".join(
+            f"{cells[(m, d)].status}{MARKS[cells[(m, d)].status]}" for d in datasets) + " |")
+    return lines + [""] + [f"- {md_escape(line)}" for line in _reason_groups(models, datasets, cells)]
+
+
 # -- the report ---------------------------------------------------------------------------------
 def registry_markdown() -> list[str]:
     """The registry as a Markdown section: one row per entry, the evaluation datasets as columns."""
@@ -169,4 +233,7 @@ def registry_markdown() -> list[str]:
             o = overlap(entry, ds, reg=reg)
             if o.may_have_seen:
                 reasons.append(f"- {md_escape(entry.key)} on {ds}: {o.status}: {md_escape(o.reason)}")
-    return lines + ([""] + reasons if reasons else []) + [""]
+    lines += [""] + reasons if reasons else []
+    return lines + ["", "### Every model on every evaluation dataset", "",
+                    "The matrix `python -m harness data overlap` prints: the status of each registered model (SOTER "
+                    "models with their default checkpoint) and why, with the source read.", ""] + matrix_markdown() + [""]

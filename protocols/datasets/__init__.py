@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,13 @@ def resolve_data_root(root: str | Path | None) -> Path | None:
 
 BLOCKS_SUFFIX = ":blocks="
 CHANNELS_SUFFIX = ":channels="
+_OPTIONS = re.compile(r"(?::[A-Za-z_][\w.-]*=[^:]*)+$")  # trailing ``:key=value`` options, any key
+
+
+def dataset_base_name(name: str) -> str:
+    """``name`` without its dataset options (``heartrate:channels=RESP+PLETH:blocks=4`` -> ``heartrate``,
+    ``DIR:blocks=6`` -> ``DIR``): what the dataset is, whatever part of it a run evaluated."""
+    return _OPTIONS.sub("", name)
 
 
 def load_dataset(name: str, data_root: str | Path | None = None, **options: Any) -> Dataset:
