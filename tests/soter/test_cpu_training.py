@@ -325,8 +325,9 @@ def test_level_diagnostics_on_held_out_windows(corpus, capsys, tmp_path):
 
 
 def test_quick_eval_panel_names_a_folder_by_its_name_not_the_training_machines_path():
-    """The anchored checkpoint's curves showed '/work/train/heldout/...' and overflowed the panel."""
+    """The anchored checkpoint's curves showed the training machine's absolute held-out folder and overflowed the
+    panel."""
     from models.soter.training.ship import dataset_label
 
-    assert dataset_label("/work/train/heldout/mimic-3234460_0016:blocks=6") == "mimic-3234460_0016:blocks=6"
+    assert dataset_label("/data/x/heldout/mimic-3234460_0016:blocks=6") == "mimic-3234460_0016:blocks=6"
     assert dataset_label("mitbih:blocks=6") == "mitbih:blocks=6"
