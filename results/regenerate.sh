@@ -12,12 +12,18 @@ cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 FORECAST="soter soter-anchored soter-autoregressive last-value window-mean drift seasonal-naive auto-ets auto-theta fracast"
 WANT=("$@")
-[ ${#WANT[@]} -eq 0 ] && WANT=(cohort mitbih-100 imputation noise classification)
+[ ${#WANT[@]} -eq 0 ] && WANT=(cohort mitbih-100 mitbih-2records imputation noise classification)
 for folder in "${WANT[@]}"; do
     case "$folder" in
         cohort) python -m harness run forecasting --models $FORECAST --out results/cohort --no-progress ;;
         mitbih-100) python -m harness run forecasting --dataset mitbih:blocks=6 --data-root ../shared/data/wfdb \
                         --models $FORECAST --out results/mitbih-100 --no-progress ;;
+        mitbih-2records)  # records 100 and 105, two people: leave-one-subject-out (docs/paper-datasets.md)
+            two=$(mktemp -d)
+            ln -s "$PWD"/../shared/data/wfdb/100.{hea,dat,atr} "$PWD"/../shared/data/paper-samples/mitbih/105.{hea,dat,atr} "$two"/
+            python -m harness run forecasting --dataset mitbih --data-root "$two" \
+                --models ${FORECAST/soter-autoregressive /} --out results/mitbih-2records --no-progress
+            rm -r "$two" ;;
         imputation) python -m harness run imputation --models soter soter-anchored locf linear-extrapolation \
                         --seeds 0 1 2 --out results/imputation --no-progress ;;
         noise) python -m harness run noise --models soter soter-anchored last-value --max-windows-per-subject 4 \

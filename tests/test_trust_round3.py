@@ -448,7 +448,9 @@ def test_the_paper_comparison_says_which_checkpoint_subjects_and_windows_ours_ar
     from safetensors import safe_open
 
     from harness.reporting.report import write_report
-    from models.soter.registration import SHIPPED
+    from models.soter.entries import faithful_entry
+
+    SHIPPED = faithful_entry().folder
     from tests.test_report import fixed_records
 
     frame = fixed_records()  # SOTER and last value on two MIT-BIH records, four settings
