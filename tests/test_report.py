@@ -119,7 +119,7 @@ def test_report_never_crashes_and_lists_what_it_could_not_produce(tmp_path):
 def test_a_models_note_appears_once_and_only_under_its_numbers():
     frame = fixed_records()
     (_, table), = task_tables(frame, "forecasting")
-    assert sum("soter: forecasts decoded per query" in n for n in table.all_notes()) == 1
+    assert sum(n.startswith("soter: the paper's recipe") and "decoded per query" in n for n in table.all_notes()) == 1
     assert not any(n.startswith("tirex") and "decoded" in n for n in table.all_notes())
     unavailable = frame.copy()
     unavailable.loc[unavailable["model"] == "soter", "status"] = "unavailable"

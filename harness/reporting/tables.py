@@ -479,7 +479,8 @@ def render(table: Table, style: str = "text", with_model_notes: bool = True) -> 
     if style not in ("text", "markdown", "latex"):
         raise ValueError(f"unknown table style {style!r}")
     ranks = _ranks(table)
-    notes = table.all_notes(with_model_notes)
+    notes = table.notes  # the marked cells' notes (†); how a model was run is a plain note: no cell carries its mark
+    run_notes = table.model_notes if with_model_notes else ()
     name = {"text": plain, "markdown": md_escape, "latex": _tex}[style]
     header = ["Model"] + [f"{name(c.group)} {name(c.label)}" for c in table.columns]
     body = []
@@ -491,14 +492,15 @@ def render(table: Table, style: str = "text", with_model_notes: bool = True) -> 
     overlap = [(mark, name(text)) for mark, text in table.overlap_notes]
     if style == "text":
         caption = plain(table.caption) + (" Best ¹, second ²." if ranks else "")
-        return _render_text(caption, header, body, tuple(plain(n) for n in notes), overlap)
+        return _render_text(caption, header, body, tuple(plain(n) for n in notes), overlap,
+                            run_notes=tuple(plain(n) for n in run_notes))
     if style == "markdown":
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(r).rstrip() + " |" if r[0].startswith("*") else "| " + " | ".join(r) + " |"
                   for r in body]
         out = [md_escape(table.caption) + " Best **bold**, second <u>underlined</u>.", "", *lines]
-        if notes:
-            out += ["", *[f"† {md_escape(n)}" for n in notes]]
+        if notes or run_notes:
+            out += ["", *[f"† {md_escape(n)}" for n in notes], *[f"Note: {md_escape(n)}" for n in run_notes]]
         if overlap:
             out += ["", *[f"{mark or '·'} {text}" for mark, text in overlap]]
         return "\n".join(out) + "\n"
@@ -517,6 +519,7 @@ def render(table: Table, style: str = "text", with_model_notes: bool = True) -> 
         *[r[0] + r" \\" if r[0].startswith(r"\midrule") else " & ".join(r) + r" \\" for r in body],
         r"\bottomrule", r"\end{tabular}",
         *[rf"\par\footnotesize $^{{\dagger}}$ {_tex(n)}" for n in notes],
+        *[rf"\par\footnotesize Note: {_tex(n)}" for n in run_notes],
         *[rf"\par\footnotesize {_TEX_MARKS[m]}{text}" for m, text in overlap],
         r"\end{table}",
     ]
@@ -524,7 +527,7 @@ def render(table: Table, style: str = "text", with_model_notes: bool = True) -> 
 
 
 def _render_text(caption: str, header: list[str], body: list[list[str]], notes: tuple[str, ...],
-                 overlap: list[tuple[str, str]] = (), width: int = TEXT_WIDTH) -> str:
+                 overlap: list[tuple[str, str]] = (), width: int = TEXT_WIDTH, run_notes: tuple[str, ...] = ()) -> str:
     """Aligned columns no wider than ``width``: columns that do not fit go to a further block that
     repeats the model column; caption and notes are wrapped."""
     import textwrap
@@ -547,6 +550,8 @@ def _render_text(caption: str, header: list[str], body: list[list[str]], notes: 
         out += ([""] if n else []) + lines
     for note in notes:
         out += textwrap.wrap(note, width, initial_indent="+ ", subsequent_indent="  ")
+    for note in run_notes:
+        out += textwrap.wrap(note, width, initial_indent="note: ", subsequent_indent="  ")
     for mark, note in overlap:
         out += textwrap.wrap(note, width, initial_indent=f"{mark or '-'} ", subsequent_indent="  ")
     return "\n".join(out) + "\n"

@@ -31,7 +31,11 @@ def _shifted(dataset, subject: str, channel: int, by_ranges: float):
             values[channel] += offset
             r = dataclasses.replace(r, values=values)
         recs.append(r)
-    return dataclasses.replace(dataset, recordings=tuple(recs))
+    shifted = dataclasses.replace(dataset, recordings=tuple(recs))
+    # the same windows as the unshifted cohort: draws are seeded by the data's content (docs/records.md), and a
+    # shifted copy would otherwise draw other windows than the one it is compared with
+    shifted.__dict__["content_id"] = dataset.content_id
+    return shifted
 
 
 def _ratio(model, baseline, dataset, fold) -> float:
