@@ -91,6 +91,7 @@ def _alive(pid: int) -> bool:
     return "\nState:\tZ" not in state  # a zombie has exited
 
 
+@pytest.mark.slow  # issue #44: run in .ci/run's second phase (pytest -m slow)
 def test_a_cell_that_kills_its_worker_gets_an_error_row_and_the_pool_goes_on(folder, tmp_path):
     """A killed worker breaks Python's whole pool; the executor reruns the cells that were in flight
     alone, so only the culprit's cells become error rows and every other cell finishes ok."""

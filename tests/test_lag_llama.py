@@ -253,6 +253,7 @@ def test_a_longer_context_scales_rope(fake_code):
     assert model.describe()["context_length"] == 128 and model.describe()["trained_context_length"] == 32
 
 
+@pytest.mark.slow  # issue #44: run in .ci/run's second phase (pytest -m slow)
 def test_the_worker_meets_the_contract(fake_code):
     check_forecast_contract(ModelSpec("lag-llama-fake", "tests.test_lag_llama:contract_model", "fake"), b=3, c=2)
 

@@ -20,6 +20,8 @@ from protocols.datasets.folder import write_folder_dataset
 from protocols.specs import SpecError, Setting
 from tests.conftest import make_dataset
 
+pytestmark = pytest.mark.slow  # issue #44: Ray starts a local instance per test: .ci/run's second phase
+
 REPO = Path(__file__).resolve().parents[1]
 TIMING = ["seconds", "finished_at", "code_version"]
 ENV = {**os.environ, "SOTER_BENCH_PLUGINS": "tests.plugin_models", "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}

@@ -367,6 +367,7 @@ def test_real_tfc_code_with_random_weights_meets_the_contract(tmp_path):
     check_embed_contract(_spec("tf-c", weights=str(tmp_path), code=str(root)), t=128)
 
 
+@pytest.mark.slow  # issue #44: run in .ci/run's second phase (pytest -m slow)
 def test_real_normwear_code_with_random_weights_meets_the_contract(tmp_path):
     root = require_code("SOTER_BENCH_NORMWEAR_CODE", "normwear")
     with normwear_model.timm_helper():

@@ -110,6 +110,7 @@ def _cli(args, out, env):
     return [sys.executable, "-m", "harness", "run", "forecasting", *args, "--out", str(out), "--no-progress"]
 
 
+@pytest.mark.slow  # issue #44: run in .ci/run's second phase (pytest -m slow)
 def test_sigint_mid_run_then_resume_equals_uninterrupted_run(folder, tmp_path):
     env = {**os.environ, "SOTER_BENCH_PLUGINS": "tests.plugin_models", "PYTHONPATH": str(REPO)}
     args = ["--dataset", str(folder), "--models", "test-slow-last-value", "--settings", "48/24", "72/36",

@@ -246,6 +246,7 @@ plot_cd_diagram(rank_summary(scores), __import__("pathlib").Path(sys.argv[1]))
 """
 
 
+@pytest.mark.slow  # issue #44: run in .ci/run's second phase (pytest -m slow)
 def test_cd_diagram_is_byte_identical_across_hash_seeds(tmp_path):
     """scikit-posthocs draws crossbars through a set of names; the PNG must not depend on PYTHONHASHSEED."""
     import os

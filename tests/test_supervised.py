@@ -243,6 +243,7 @@ def test_ctrl_c_during_training_stays_an_interrupt(monkeypatch):
     assert signal.getsignal(signal.SIGINT) is handler
 
 
+@pytest.mark.slow  # issue #44: run in .ci/run's second phase (pytest -m slow)
 def test_tables_show_the_supervised_group_apart_and_rank_it_apart(folder, tmp_path):
     from harness.reporting.tables import SUPERVISED_GROUP, error_table, render
 

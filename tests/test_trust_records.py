@@ -139,6 +139,7 @@ def _run_cli(folder: Path, out: Path, env: dict, *settings: str) -> subprocess.C
                 *(settings or ("48/24",)), "--max-windows-per-subject", "2", "--out", str(out), "--no-progress", env=env)
 
 
+@pytest.mark.slow  # issue #44: run in .ci/run's second phase (pytest -m slow)
 def test_a_committed_code_change_recomputes_instead_of_reusing(folder, tmp_path):
     out = tmp_path / "out"
     done = _run_cli(folder, out, _plugin(tmp_path, 0.0))
@@ -274,6 +275,7 @@ def test_out_naming_a_file_is_one_line(tmp_path, capsys, command):
 
 
 # -- item 8: a full disk -----------------------------------------------------------------------------------------
+@pytest.mark.slow  # issue #44: run in .ci/run's second phase (pytest -m slow)
 def test_a_full_disk_while_writing_per_window_errors_stops_cleanly_and_resumes(folder, tmp_path):
     out = tmp_path / "out"
     args = ["run", "forecasting", "--dataset", str(folder), "--models", "last-value", "window-mean", "--settings",

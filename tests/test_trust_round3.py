@@ -71,6 +71,7 @@ def _scores(out: Path) -> pd.DataFrame:
     return rows[["key", "status", "macro_f1", "macro_auroc"]].sort_values("key").reset_index(drop=True)
 
 
+@pytest.mark.slow  # issue #44: run in .ci/run's second phase (pytest -m slow)
 def test_an_edited_model_is_never_served_its_old_embeddings(folder, tmp_path):
     out = tmp_path / "out"
     first = _classify(folder, out, _embedder(tmp_path, 1.0))

@@ -11,10 +11,13 @@ import sys
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from models.soter.io import from_pretrained
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "gpu_session.sh"
+pytestmark = pytest.mark.slow  # issue #44: a training slice in a subprocess: .ci/run's second phase
 
 
 def test_the_training_slice_runs_calibrated_and_comes_back_in_parts(corpus, tmp_path):

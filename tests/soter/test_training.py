@@ -81,6 +81,7 @@ def test_resume_continues_bit_identically(corpus, tmp_path):
     assert (tmp_path / "a" / "exposure-100").is_dir() and (tmp_path / "a" / "train_log.csv").is_file()
 
 
+@pytest.mark.slow  # issue #44: run in .ci/run's second phase (pytest -m slow)
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: one thread either way")
 def test_fit_sizes_the_numba_pool_by_omp_num_threads(corpus, tmp_path):
     """OMP_NUM_THREADS does not size numba's pool, whose idle workers keep a core busy: `fit` with
@@ -132,6 +133,7 @@ def test_a_trainer_destroys_the_process_group_it_created(corpus, tmp_path, monke
         dist.destroy_process_group()
 
 
+@pytest.mark.slow  # issue #44: run in .ci/run's second phase (pytest -m slow)
 @pytest.mark.parametrize("parallel", ["ddp", "fsdp"])
 def test_two_gloo_processes_equal_one_process_on_the_combined_batch(corpus, tmp_path, parallel):
     # Adam's first step is about lr * sign(g): gradient entries near zero flip sign under float
@@ -215,6 +217,7 @@ def test_corpus_module_never_loads_everything():
     assert "mmap_mode" in Path(corpus_mod.__file__).read_text()
 
 
+@pytest.mark.slow  # issue #44: run in .ci/run's second phase (pytest -m slow)
 def test_fsdp_checkpoint_resumes_exactly(corpus, tmp_path):
     """Under FSDP the full state is gathered for saving and re-sharded on resume."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
