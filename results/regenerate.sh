@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 FORECAST="soter soter-anchored soter-autoregressive last-value window-mean drift seasonal-naive auto-ets auto-theta fracast"
 WANT=("$@")
-[ ${#WANT[@]} -eq 0 ] && WANT=(cohort mitbih-100 mitbih-2records imputation noise classification)
+[ ${#WANT[@]} -eq 0 ] && WANT=(cohort mitbih-100 mitbih-2records imputation noise classification physiology)
 for folder in "${WANT[@]}"; do
     case "$folder" in
         cohort) python -m harness run forecasting --models $FORECAST --out results/cohort --no-progress ;;
@@ -30,6 +30,9 @@ for folder in "${WANT[@]}"; do
                    --out results/noise --no-progress ;;
         classification) python -m harness run classification --models soter soter-anchored stat-features \
                             --seeds 0 --budgets 1 5 --out results/classification --no-progress ;;
+        physiology) python -m harness run physiology --dataset mitbih:blocks=6 --data-root ../shared/data/wfdb \
+                        --models soter soter-anchored last-value seasonal-naive --physio-sources forecast \
+                        --physio-measures hr-ecg --physio-horizon 10 --out results/physiology --no-progress ;;
         *) echo "unknown results folder: $folder" >&2; exit 2 ;;
     esac
     python - "results/$folder" <<'PY'
