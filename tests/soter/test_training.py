@@ -123,6 +123,8 @@ def test_a_trainer_destroys_the_process_group_it_created(corpus, tmp_path, monke
     trainer.fit(log=lambda m: None)
     trainer.close()
     assert not dist.is_initialized()
+    # what holds the group (the model FSDP shards in place, its optimizer state) was released before it was destroyed
+    assert trainer.model is None and trainer.module is None and trainer.opt is None
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
         caller_owned = Trainer(_cfg(corpus, tmp_path / "b"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import gc
 import json
 import math
 import os
@@ -341,6 +342,11 @@ class Trainer:
         in std::terminate after its last checkpoint, failing the torchrun run)."""
         if self.owns_process_group and dist.is_initialized():
             dist.barrier()
+            # FSDP's sharded parameters, their optimizer state and the DDP wrapper hold the group: released first, the
+            # group is freed by destroy_process_group here, not by the interpreter's teardown in whatever order that
+            # runs (a gloo rank still aborted in std::terminate once with the barrier alone, FSDP under load)
+            self.opt = self.sched = self.module = self.model = None
+            gc.collect()
             dist.destroy_process_group()
             self.owns_process_group = False
 
