@@ -17,7 +17,7 @@ itself is :mod:`models.plugins`):
 1. the built-in models: the entry points of group ``soter_bench.models`` of the ``soter-bench``
    distribution itself (``baselines`` and ``models.soter.registration``, declared in this project's
    ``pyproject.toml``), loaded first.  This module never imports them by name: ``models`` is a lower
-   layer than ``baselines`` (see the README's layout), and whoever assembles the registry names its
+   layer than ``baselines`` (see docs/layout.md), and whoever assembles the registry names its
    members.  A checkout that is not pip-installed has no entry points, and :func:`all_specs` raises
    :class:`BuiltinModelsError` saying to run ``pip install -e .``;
 2. installed packages, through the same entry-point group ``soter_bench.models``
