@@ -32,7 +32,11 @@ for folder in "${WANT[@]}"; do
                             --seeds 0 --budgets 1 5 --out results/classification --no-progress ;;
         physiology) python -m harness run physiology --dataset mitbih:blocks=6 --data-root ../shared/data/wfdb \
                         --models soter soter-anchored last-value seasonal-naive --physio-sources forecast \
-                        --physio-measures hr-ecg --physio-horizon 10 --out results/physiology --no-progress ;;
+                        --physio-measures hr-ecg --physio-horizon 10 --out results/physiology --no-progress
+            # BIDMC record 01 (respiration, PPG, ECG lead II, 125 Hz) as four blocks: breathing and heart rate
+            python -m harness run physiology --dataset heartrate:channels=RESP+PLETH+II:blocks=4 \
+                --data-root ../shared/data/paper-samples --models soter soter-anchored last-value seasonal-naive \
+                --physio-sources forecast --physio-measures br-resp hr-ppg hr-ecg --out results/physiology --no-progress ;;
         *) echo "unknown results folder: $folder" >&2; exit 2 ;;
     esac
     python - "results/$folder" <<'PY'
