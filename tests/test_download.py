@@ -75,7 +75,7 @@ def server():
     yield srv
     srv.httpd.shutdown()
     srv.httpd.server_close()
-    thread.join(timeout=5)
+    thread.join()
 
 
 def _cli(*argv: str) -> int:

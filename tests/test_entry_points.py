@@ -79,7 +79,7 @@ def _install(tmp_path: Path, dist: str, package: str, entry_points: str, modules
     site = tmp_path / f"{dist}-site"
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
                            "--no-cache-dir", "--disable-pip-version-check", "--quiet", "--target", str(site), str(src)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert any(site.glob("*.dist-info/entry_points.txt")), sorted(p.name for p in site.iterdir())
     return site
@@ -104,7 +104,7 @@ def _harness(site: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "SOTER_BENCH_PLUGINS"}  # entry points only
     env.update(PYTHONPATH=str(site), OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE", HF_HUB_OFFLINE="1")
     return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True)
 
 
 def _model_line(out: str, name: str) -> list[str]:

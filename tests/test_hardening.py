@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +18,7 @@ from harness.cli import main
 from harness.records.store import COLUMNS, RecordStore, RecordStoreError, read_records, row_key
 from protocols.datasets.folder import write_folder_dataset
 from tests.conftest import make_dataset
+from tests.waiting import wait_for_lines, wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "SOTER_BENCH_PLUGINS": "tests.plugin_models", "PYTHONPATH": str(REPO),
@@ -47,7 +47,7 @@ def test_two_processes_creating_200_stores_leave_valid_files(tmp_path):
                                                                 "sse": 1.0, "sae": 2.0, "n_points": 4}})
     """)
     procs = [subprocess.Popen([sys.executable, "-c", script, who]) for who in ("A", "B")]
-    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    assert [p.wait() for p in procs] == [0, 0]
     header = ",".join(COLUMNS)
     for i in range(200):
         lines = (tmp_path / f"s{i}.csv").read_text().splitlines()
@@ -126,13 +126,7 @@ def test_workers_exit_after_their_parent_is_killed(tmp_path):
     assert len(workers) == 2 and all(_alive(p) for p in workers)
     parent.kill()
     parent.wait()
-    deadline = time.time() + 10
-    while time.time() < deadline and any(_alive(p) for p in workers):
-        time.sleep(0.1)
-    left = [p for p in workers if _alive(p)]
-    for p in left:
-        os.kill(p, signal.SIGKILL)
-    assert not left, f"workers {left} outlived their killed parent"
+    wait_until(lambda: not any(_alive(p) for p in workers))  # a worker that outlives its parent hangs the test
 
 
 # -- item 13: SIGINT and SIGTERM stop cleanly, whatever the caller's dispositions ---------------
@@ -149,11 +143,9 @@ def test_a_run_started_with_sigint_ignored_still_stops_cleanly(folder, tmp_path,
     proc = subprocess.Popen(argv, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=ignore_sigint)
     records = out / "records.csv"
-    deadline = time.time() + 60
-    while time.time() < deadline and not (records.exists() and len(records.read_text().splitlines()) >= 2):
-        time.sleep(0.05)
+    wait_for_lines(records, 2, proc)
     proc.send_signal(signum)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate()
     assert proc.returncode == code, err.decode()
     assert b"rerun the same command to resume" in err
     kept = read_records(records)

@@ -35,7 +35,7 @@ def test_a_plugin_whose_own_import_fails_names_the_missing_package_without_the_p
 def test_the_command_line_gives_one_line_and_exit_2():
     env = {**os.environ, "SOTER_BENCH_PLUGINS": "no_such_plugin_module_32", "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-m", "harness", "list", "models"], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=300)
+                          env=env, cwd=REPO)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("error: ")
     assert "PYTHONPATH" in proc.stderr

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -19,6 +18,7 @@ from harness.records.store import read_records
 from protocols.datasets.folder import write_folder_dataset
 from protocols.specs import SpecError, Setting
 from tests.conftest import make_dataset
+from tests.waiting import wait_for_lines
 
 pytestmark = pytest.mark.slow  # issue #44: Ray starts a local instance per test: .ci/run's second phase
 
@@ -93,11 +93,9 @@ def test_interrupted_ray_sweep_resumes_to_the_records_of_an_uninterrupted_run(lo
                                                       models=("test-slow-last-value",))]
     records = tmp_path / "interrupted" / "records.csv"
     proc = subprocess.Popen(args, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + 120
-    while time.time() < deadline and not (records.exists() and len(records.read_text().splitlines()) >= 3):
-        time.sleep(0.05)
+    wait_for_lines(records, 3, proc)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate()
     assert proc.returncode == 130, err.decode()
     assert 2 <= len(read_records(records)) < 6
     assert main(args[3:]) == 0

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from harness.records.store import read_records
 from protocols.datasets.folder import write_folder_dataset
 from protocols.specs import Setting
 from tests.conftest import make_dataset
+from tests.waiting import wait_for_lines
 
 REPO = Path(__file__).resolve().parents[1]
 METRIC_COLS = ["key", "status", "rmse", "mae", "sse", "sae", "n_points", "n_windows"]
@@ -119,13 +119,9 @@ def test_sigint_mid_run_then_resume_equals_uninterrupted_run(folder, tmp_path):
     proc = subprocess.Popen(_cli(args, interrupted, env), cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     records = interrupted / "records.csv"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if records.exists() and len(records.read_text().splitlines()) >= 3:  # header + 2 rows
-            break
-        time.sleep(0.05)
+    wait_for_lines(records, 3, proc)  # header + 2 rows
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate()
     assert proc.returncode == 130, err.decode()
     assert b"rerun the same command to resume" in err
     partial = read_records(records)

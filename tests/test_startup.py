@@ -22,7 +22,7 @@ def _run_python(code: str) -> str:
     env = {k: v for k, v in os.environ.items() if k != "SOTER_BENCH_PLUGINS"}  # the built-in models only
     env.update(OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE", HF_HUB_OFFLINE="1")
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip().splitlines()[-1]
 

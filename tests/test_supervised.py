@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +27,7 @@ from protocols.scaling import fit_fold_scaler
 from protocols.specs import ForecastingSpec, SamplingSpec, Setting
 from protocols.splits import loso_folds
 from tests.conftest import make_dataset
+from tests.waiting import wait_for_lines
 
 GLUONTS = ("dlinear", "patchtst", "deepar", "mlp")
 SUPERVISED = ("ridge", *GLUONTS)
@@ -207,13 +207,9 @@ def test_interrupted_supervised_run_resumes_to_the_records_of_an_uninterrupted_r
     proc = subprocess.Popen(_cli(args, interrupted), cwd=REPO, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     records = interrupted / "records.csv"
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if records.exists() and len(records.read_text().splitlines()) >= 3:  # header + 2 of 6 rows
-            break
-        time.sleep(0.05)
+    wait_for_lines(records, 3, proc)  # header + 2 of 6 rows
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    _, err = proc.communicate()
     partial = read_records(records)
     assert proc.returncode == 130 and 2 <= len(partial) < 6, err.decode()
     assert b"rerun the same command to resume" in err

@@ -48,7 +48,7 @@ def _cli(*args: str, env: dict | None = None, limit: int | None = None) -> subpr
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, preexec_fn=shrink, timeout=600)
+                          env={**os.environ, **(env or {})}, preexec_fn=shrink)
 
 
 # -- item 1: weights changed in place ---------------------------------------------------------------------
@@ -317,8 +317,7 @@ def test_an_oversized_config_is_refused_before_the_model_is_built(tmp_path):
             "from models.soter.io import CheckpointError, from_pretrained\n"
             "try:\n    from_pretrained(sys.argv[1])\n"
             "except CheckpointError as exc:\n    print('refused:', exc)\n")
-    done = subprocess.run([sys.executable, "-c", code, str(checkpoint)], cwd=REPO, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run([sys.executable, "-c", code, str(checkpoint)], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("refused: ") and "weights do not match" in done.stdout and "wrong shape" in done.stdout
 

@@ -30,7 +30,7 @@ def _cli(*args: str, env: dict | None = None, limit: int | None = None) -> subpr
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, preexec_fn=shrink, timeout=600)
+                          env={**os.environ, **(env or {})}, preexec_fn=shrink)
 
 
 # -- item 1: the embedding cache is keyed by the code ----------------------------------------------------

@@ -6,6 +6,7 @@ most 8 files of at most 16 MiB)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -28,8 +29,8 @@ def test_the_training_slice_runs_calibrated_and_comes_back_in_parts(corpus, tmp_
         tar.add(corpus, arcname="corpus")
     env = {**os.environ, "OUT": str(out), "GPU_DIR": str(bundle), "WORK": str(tmp_path / "work"), "STAGES": "train",
            "MODEL": "soter-tiny", "BATCH": "2", "TRAIN_SECONDS": "5", "MIN_STEPS": "20", "DEVICE": "cpu", "PYTHON": sys.executable,
-           "OMP_NUM_THREADS": "1"}
-    run = subprocess.run(["bash", str(SCRIPT)], cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+           "OMP_NUM_THREADS": "1", "STAGE_LIMITS": "off"}  # no stage may fail for this machine's speed (issue #51)
+    run = subprocess.run(["bash", str(SCRIPT)], cwd=REPO, env=env, capture_output=True, text=True)
     summary = (out / "summary.txt").read_text()
     logs = run.stdout + run.stderr
     for stage in ("train-calibrate", "train-slice", "ship"):
@@ -50,3 +51,5 @@ def test_the_training_slice_runs_calibrated_and_comes_back_in_parts(corpus, tmp_
     assert cfg.input_scaling == "window" and cfg.output_skip == "damped-trend" and cfg.mean_reversion
     assert cfg.short_trend_points == 3 and cfg.field_dt and cfg.hidden_size == 32
     assert "limit" in summary  # the slice's time limit follows the measured step rate, not a fixed number
+    assert not re.search(r"start \S+ \(limit", summary)  # no stage ran under a fixed number of seconds
+    assert summary.count("(no limit: STAGE_LIMITS=off)") == 3  # calibrate, slice, ship

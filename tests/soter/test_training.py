@@ -94,8 +94,7 @@ def test_fit_sizes_the_numba_pool_by_omp_num_threads(corpus, tmp_path):
         proc = subprocess.run([sys.executable, "-c", script, "fit", "--corpus", str(corpus), "--model", "soter-tiny",
                                "--steps", "1", "--max-length", "32", "--min-length", "16", "--batch-size", "2",
                                "--model-option", "solver=rk4", "--out", str(tmp_path / out)],
-                              env={**clean, "PYTHONPATH": str(REPO), **env}, capture_output=True, text=True,
-                              timeout=300)
+                              env={**clean, "PYTHONPATH": str(REPO), **env}, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr[-2000:]
         return int(proc.stdout.split()[-1])
 
@@ -148,11 +147,11 @@ def test_two_gloo_processes_equal_one_process_on_the_combined_batch(corpus, tmp_
               "--min-length", "16", "--warmup-steps", "1", "--checkpoint-every", "1", "--log-every", "1",
               "--lr", "1.0", "--eps", "1.0", "--weight-decay", "0.0", "--model-option", "solver=rk4"]
     single = subprocess.run([sys.executable, "-m", "models.soter.training.train", *common, "--batch-size", "4",
-                             "--out", str(tmp_path / "one")], env=env, capture_output=True, text=True, timeout=300)
+                             "--out", str(tmp_path / "one")], env=env, capture_output=True, text=True)
     assert single.returncode == 0, single.stderr
     ddp = subprocess.run([sys.executable, "-m", "torch.distributed.run", *TORCHRUN_2, "-m",
                           "models.soter.training.train", *common, "--batch-size", "2", "--fsdp", str(parallel == "fsdp"),
-                          "--out", str(tmp_path / "two")], env=env, capture_output=True, text=True, timeout=300)
+                          "--out", str(tmp_path / "two")], env=env, capture_output=True, text=True)
     assert ddp.returncode == 0, ddp.stderr[-3000:]
     from models.soter.model import SoterModel
 
@@ -228,13 +227,13 @@ def test_fsdp_checkpoint_resumes_exactly(corpus, tmp_path):
               "--max-length", "32", "--min-length", "16", "--batch-size", "2", "--checkpoint-every", "1",
               "--log-every", "1", "--model-option", "solver=rk4", "--fsdp", "true"]
     straight = subprocess.run([sys.executable, *common, "--out", str(tmp_path / "a")], env=env, capture_output=True,
-                              text=True, timeout=300)
+                              text=True)
     assert straight.returncode == 0, straight.stderr[-3000:]
     (tmp_path / "b").mkdir()
     shutil.copytree(tmp_path / "a" / "checkpoint-00000001", tmp_path / "b" / "checkpoint-00000001")
     (tmp_path / "b" / "latest").write_text("checkpoint-00000001")
     resumed = subprocess.run([sys.executable, *common, "--out", str(tmp_path / "b"), "--resume"], env=env,
-                             capture_output=True, text=True, timeout=300)
+                             capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resumed at step 1" in resumed.stderr
     a = from_pretrained(tmp_path / "a" / "checkpoint-00000002").state_dict()
