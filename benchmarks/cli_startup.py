@@ -1,4 +1,6 @@
-"""Start-up time of the CLI: wall time of `python -m harness --help` and `python -m harness list`.
+"""Start-up time of the CLI: wall time of `python -m harness --help`, `list`, and of four usage errors of `run`
+(an unknown model, a missing dataset folder, a misspelt model option, a bad setting: each must come back, exit 2,
+before torch and the adapters are imported; issue #51).
 
 Usage: python benchmarks/cli_startup.py [--repeat N] [ROOT [ROOT2]]
 
@@ -22,7 +24,12 @@ import sys
 import time
 from pathlib import Path
 
-COMMANDS = {"--help": ["--help"], "list": ["list"]}
+COMMANDS = {"--help": ["--help"], "list": ["list"],
+            "bad model": ["run", "forecasting", "--models", "soter", "nope"],
+            "no folder": ["run", "forecasting", "--dataset", "/nonexistent/dataset-folder"],
+            "bad option": ["run", "forecasting", "--models", "soter", "--model-option", "soter.rolout=direct"],
+            "bad setting": ["run", "forecasting", "--settings", "48/x"]}
+USAGE_ERROR = 2  # what `run` returns for each usage error above
 
 
 def timed(root: Path, args: list[str], env: dict[str, str]) -> float:
@@ -30,7 +37,7 @@ def timed(root: Path, args: list[str], env: dict[str, str]) -> float:
     proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=root, env=env,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
+    if proc.returncode != (USAGE_ERROR if args[0] == "run" else 0):
         raise SystemExit(f"`python -m harness {' '.join(args)}` failed in {root} "
                          f"(exit {proc.returncode}):\n{proc.stderr}")
     return elapsed
@@ -63,12 +70,12 @@ def main() -> None:
     print(f"\nwall time of `python -m harness COMMAND`, seconds: median (min-max) of {args.repeat} runs")
     for i, root in enumerate(roots):
         print(f"  [{i + 1}] {root}")
-    header = f"{'command':<10}" + "".join(f"{f'[{i + 1}]':>20}" for i in range(len(roots)))
+    header = f"{'command':<12}" + "".join(f"{f'[{i + 1}]':>20}" for i in range(len(roots)))
     print(header + (f"{'[2] / [1]':>12}" if len(roots) == 2 else ""))
     for name in COMMANDS:
         meds = [statistics.median(times[name, r]) for r in roots]
         cells = [f"{m:.2f} ({min(times[name, r]):.2f}-{max(times[name, r]):.2f})" for m, r in zip(meds, roots)]
-        line = f"{name:<10}" + "".join(f"{c:>20}" for c in cells)
+        line = f"{name:<12}" + "".join(f"{c:>20}" for c in cells)
         if len(roots) == 2:
             line += f"{meds[1] / meds[0]:>12.2f}"
         print(line)

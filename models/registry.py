@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Required, TypedDict, TypeVar, Unpack
 
+from models.factory_signature import static_parameters
 from models.plugins import (ENTRY_POINT_GROUP, PLUGINS_ENV, BuiltinModelsError, PluginError,  # noqa: F401 (also
                             PluginImportError, load_entry_points, load_env_plugins, loading)  # importable from here)
 from protocols.interface import Capabilities, Model
@@ -215,7 +216,11 @@ class ModelSpec:
     def option_names(self) -> tuple[str, ...]:
         """The options the factory names explicitly (sorted), minus ``REGISTRATION_OPTIONS``. A ``**kwargs``
         catch-all declares nothing (built-in factories have none: an undeclared option is an error in :meth:`load`).
-        Imports the factory's module (for SOTER: torch), so call it only when options are given."""
+        Read from the factory's source where it can be (``models.factory_signature``: no import, so no torch for
+        SOTER before a misspelt option is reported), else from the imported factory."""
+        static = static_parameters(self.factory)
+        if static is not None:
+            return tuple(sorted(n for n in static if n not in REGISTRATION_OPTIONS))
         params = inspect.signature(_resolve(self.factory)).parameters.values()
         return tuple(sorted(p.name for p in params if p.kind in _NAMED and p.name not in REGISTRATION_OPTIONS))
 
@@ -223,7 +228,7 @@ class ModelSpec:
         """The values an option may take, for the factory's parameters annotated ``Literal[...]`` (the others
         are not listed): a bad value is then a usage error before any work, not a failed load in every cell.
         Imports the factory's module; an annotation that does not resolve lists nothing."""
-        return {name: typing.get_args(hint) for name, hint in _parameter_hints(_resolve(self.factory)).items()
+        return {name: typing.get_args(hint) for name, hint in self._hints().items()
                 if typing.get_origin(hint) is typing.Literal and name not in REGISTRATION_OPTIONS}
 
     def option_types(self) -> dict[str, tuple[type, ...]]:
@@ -231,12 +236,19 @@ class ModelSpec:
         ``float``, ``bool``, ``str``, ``Path``, ``None`` and unions of them; the others are not listed): a value of
         another type (``batch_size=lots``) is then a usage error before any work, not a failed load in every cell."""
         out = {}
-        for name, hint in _parameter_hints(_resolve(self.factory)).items():
+        for name, hint in self._hints().items():
             union = typing.get_origin(hint) in (typing.Union, types.UnionType)
             args = typing.get_args(hint) if union else (hint,)
             if name not in REGISTRATION_OPTIONS and all(a in _PLAIN_TYPES for a in args):
                 out[name] = tuple(args)
         return out
+
+    def _hints(self) -> dict[str, Any]:
+        """The factory's parameter annotations: from its source (``models.factory_signature``), else imported."""
+        static = static_parameters(self.factory)
+        if static is not None:
+            return {name: hint for name, hint in static.items() if hint is not None}
+        return _parameter_hints(_resolve(self.factory))
 
     def load(self, **options: Any) -> Model:
         reason = self.unavailable_reason(**options)

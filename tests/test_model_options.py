@@ -195,3 +195,37 @@ def test_soter_option_choices_are_the_models_own():
         choices = get_spec(name).option_choices()
         assert choices == {"rollout": ROLLOUTS, "control_beyond": BEYOND}, name
     assert get_spec("soter-tiny-random").option_choices() == {"rollout": ROLLOUTS}
+
+
+def test_options_read_from_the_source_equal_the_imported_factorys(monkeypatch):
+    """Issue #51: option names, choices and types are read from the factory's source (no torch before a usage
+    error); for every registered model they equal what the imported factory declares."""
+    import models.registry as registry
+
+    specs = registry.all_specs()
+    read = {name: (s.option_names(), s.option_choices(), s.option_types()) for name, s in specs.items()}
+    assert sum(registry.static_parameters(s.factory) is not None for s in specs.values()) >= 20  # SOTER's among them
+    assert registry.static_parameters(specs["soter"].factory) is not None
+    monkeypatch.setattr(registry, "static_parameters", lambda factory: None)
+    imported = {name: (s.option_names(), s.option_choices(), s.option_types()) for name, s in specs.items()}
+    assert read == imported, [(n, i, read[n][i], imported[n][i]) for n in read for i in range(3) if read[n][i] != imported[n][i]]
+
+
+def test_the_source_reader_evaluates_the_annotations_factories_use(tmp_path, monkeypatch):
+    import typing
+
+    from models.factory_signature import Opaque, static_parameters
+
+    (tmp_path / "toy_factory.py").write_text(
+        "from __future__ import annotations\nfrom pathlib import Path\nfrom typing import Literal, Optional\n"
+        "Mode = Literal['a', 'b']\n"
+        "def make(mode: Mode = 'a', n: int = 1, x: float | None = None, p: 'str | Path' = '', q: Optional[int] = None,\n"
+        "         *, m: SomeClass = None, plain=3) -> None: ...\n"
+        "class Thing:\n    def __init__(self, k: Literal[1, 2] = 1): ...\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    got = static_parameters("toy_factory:make")
+    assert typing.get_args(got["mode"]) == ("a", "b") and got["n"] is int and got["m"] is Opaque
+    assert typing.get_args(got["x"]) == (float, type(None)) and typing.get_args(got["p"]) == (str, Path)
+    assert typing.get_args(got["q"]) == (int, type(None)) and got["plain"] is None
+    assert list(static_parameters("toy_factory:Thing")) == ["k"]
+    assert static_parameters("toy_factory:missing") is None

@@ -21,7 +21,7 @@ from harness.registry.tasks import get_task, task_options
 from harness.run.threads import single_thread_unless_set
 from harness.run.usage import check_models
 from protocols.data import dataset_fingerprint
-from protocols.datasets import all_datasets, is_path_like, load_dataset, resolve_data_root
+from protocols.datasets import all_datasets, check_dataset, is_path_like, load_dataset, resolve_data_root
 from protocols.specs import SpecError
 
 DEFAULT_OUT = Path("results/runs/default")
@@ -206,7 +206,7 @@ def parse_model_option(item: str) -> tuple[str, str, Any]:
 def _check_model_options(config: RunConfig, model_names: tuple[str, ...]) -> None:
     """Every --model-option names a model of this run and an option its factory declares, before any work
     starts: a misspelt key is a usage error here, not a failed load in every cell.
-    Only the models given options are inspected (that imports their module)."""
+    Only the models given options are inspected (their factory's source, else their imported module)."""
     seen: set[tuple[str, str]] = set()
     declared: dict[str, tuple[str, ...]] = {}
     for model, key, _ in config.model_options:
@@ -290,22 +290,38 @@ def _check_weights_usable(model: str, value: str) -> None:
         raise SpecError(with_them if flag in with_them else f"{flag}: {with_them}")
 
 
+def check_arguments(config: RunConfig) -> None:
+    """The checks that need no data and no model loaded, so that a usage error comes before torch and the adapters
+    are imported (issue #51: 18-28 s under load, now about a second): model names, dataset names, options and
+    folders, the data root, --weights (the model declares it, the path exists), --trust-remote-code, and every
+    --model-option's model, name and value (factories' signatures are read from their source,
+    ``models.factory_signature``). ``plan`` then checks what needs a model's code: weights it can load."""
+    model_names = tuple(config.models or default_models(config.task))
+    check_models(config.task, model_names, config.task_object.model_free)  # every typo at once; unfit models
+    root = resolve_data_root(config.data_root)
+    if config.data_root is not None and root is not None and not root.is_dir():
+        raise SpecError(f"--data-root {config.data_root}: no such folder")
+    for ref in config.datasets or default_datasets():
+        check_dataset(str(Path(ref).resolve()) if is_path_like(ref) else ref, data_root=root)
+    for name, directory in config.weights:
+        get_spec(name)
+        _check_declares(name, "weights", f"--weights {name}={directory}")
+        _check_weights_path(name, directory)
+    for name in config.trust_remote_code:
+        get_spec(name)
+        _check_declares(name, "trust_remote_code", f"--trust-remote-code {name}")
+    _check_model_options(config, model_names)
+
+
 def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple[Cell, dict[str, object]]], RunSummary]:
     """Resolve names (errors before any work starts) and list every cell with its key fields.
     ``cluster_gpus``: the GPUs of the Ray cluster the cells will run on (None: this machine's)."""
     task = config.task_object
     dataset_refs = config.datasets or default_datasets()
     model_names = config.models or default_models(config.task)
-    check_models(config.task, model_names, task.model_free)  # every typo at once; a model unfit for the task
-    for name, directory in config.weights:
-        get_spec(name)
-        _check_declares(name, "weights", f"--weights {name}={directory}")
-        _check_weights_path(name, directory)
+    check_arguments(config)
+    for name, directory in config.weights:  # what needs the model's code: it imports its module
         _check_weights_usable(name, directory)
-    for name in config.trust_remote_code:
-        get_spec(name)
-        _check_declares(name, "trust_remote_code", f"--trust-remote-code {name}")
-    _check_model_options(config, tuple(model_names))
     summary = RunSummary(records_path=config.records_path)
     cells: list[tuple[Cell, dict[str, object]]] = []
     identities: dict[str, str] = {}  # model -> digest of its weights and options (part of the row key)
@@ -384,6 +400,7 @@ def lost_cell_row(cell: Cell, error: BaseException) -> dict[str, object]:
 
 
 def execute(config: RunConfig, log=print) -> RunSummary:
+    check_arguments(config)  # usage errors before the thread setup imports torch
     single_thread_unless_set()  # a busy CPU: one thread per process (harness.run.threads); workers set their own
     # a cluster is joined before planning: --device auto asks it, not this machine, for GPUs
     executor = make_executor(config.jobs, config.executor, config.ray_address, cell_resources)

@@ -77,7 +77,8 @@ def dataset_base_name(name: str) -> str:
     return _OPTIONS.sub("", name)
 
 
-def load_dataset(name: str, data_root: str | Path | None = None, **options: Any) -> Dataset:
+def load_dataset(name: str, data_root: str | Path | None = None, check_only: bool = False,
+                 **options: Any) -> Dataset | None:
     """Load a registered dataset by name, or a user folder by path.
 
     Downloaded datasets live under ``data_root`` (``--data-root``), one folder per dataset.
@@ -85,6 +86,7 @@ def load_dataset(name: str, data_root: str | Path | None = None, **options: Any)
     (``protocols.splits.split_into_blocks``): leave-one-block-out for a dataset of one subject.
     ``NAME:channels=A+B`` passes ``channels=("A", "B")`` to a registered loader (e.g. bidmc's RESP, PLETH
     and II from ``heartrate``); the dataset keeps that name, so records and tables say which channels.
+    ``check_only``: refuse what can be refused without reading data, and return None (``check_dataset``).
     """
     _ensure_registered()
     base, sep, k = name.rpartition(BLOCKS_SUFFIX)
@@ -93,10 +95,11 @@ def load_dataset(name: str, data_root: str | Path | None = None, **options: Any)
 
         if not k.isdigit():
             raise DatasetError(f"{name!r}: the number of blocks after {BLOCKS_SUFFIX!r} must be an integer")
-        return split_into_blocks(load_dataset(base, data_root, **options), int(k))
+        inner = load_dataset(base, data_root, check_only, **options)
+        return None if check_only else split_into_blocks(inner, int(k))
     base, sep, names = name.rpartition(CHANNELS_SUFFIX)
     if sep:
-        return _with_channels(name, base, tuple(n for n in names.split("+") if n), data_root, options)
+        return _with_channels(name, base, tuple(n for n in names.split("+") if n), data_root, options, check_only)
     if name in _DATASETS:
         spec = _DATASETS[name]
         module, _, attr = spec.loader.partition(":")
@@ -107,11 +110,18 @@ def load_dataset(name: str, data_root: str | Path | None = None, **options: Any)
                     f"dataset {name!r} is read from disk: pass --data-root DIR (or set ${DATA_ROOT_ENV}); "
                     f"`python -m harness data download {name} --root DIR` fetches the open ones"
                 )
+            if check_only and not root.is_dir():
+                raise DatasetError(f"dataset {name!r}: the data root {root} is not a folder")
             options["root"] = root
+        if check_only:
+            return None
         return getattr(importlib.import_module(module), attr)(**options)
     if is_path_like(name):
-        from protocols.datasets.folder import load_folder_dataset
+        from protocols.datasets.folder import check_folder_dataset, load_folder_dataset
 
+        if check_only:
+            check_folder_dataset(Path(name))
+            return None
         return load_folder_dataset(Path(name), **options)
     base, colon, option = name.rpartition(":")
     if colon and (base in _DATASETS or is_path_like(base)):
@@ -126,7 +136,16 @@ def load_dataset(name: str, data_root: str | Path | None = None, **options: Any)
     )
 
 
-def _with_channels(name: str, base: str, channels: tuple[str, ...], data_root, options: dict[str, Any]) -> Dataset:
+def check_dataset(name: str, data_root: str | Path | None = None) -> None:
+    """What ``load_dataset`` would refuse before reading any data (issue #51: a usage error before the heavy
+    imports): an unknown name or option, a non-integer block count, channels on a folder, a downloaded dataset
+    without a data root or with one that is no folder, a dataset folder that does not exist or has no manifest.
+    The same path through ``load_dataset``, stopped where the loader would start."""
+    load_dataset(name, data_root, check_only=True)
+
+
+def _with_channels(name: str, base: str, channels: tuple[str, ...], data_root, options: dict[str, Any],
+                   check_only: bool = False) -> Dataset | None:
     """``base`` loaded with ``channels=...``, named ``name`` (the channels are part of what was evaluated)."""
     import dataclasses
     import inspect
@@ -139,5 +158,7 @@ def _with_channels(name: str, base: str, channels: tuple[str, ...], data_root, o
     module, _, attr = _DATASETS[base].loader.partition(":")
     if "channels" not in inspect.signature(getattr(importlib.import_module(module), attr)).parameters:
         raise DatasetError(f"{name!r}: dataset {base!r} takes no channels option")
+    if check_only:
+        return load_dataset(base, data_root, check_only=True)
     dataset = load_dataset(base, data_root, **{**options, "channels": channels})
     return dataclasses.replace(dataset, name=name)

@@ -30,6 +30,11 @@ RATE_TOLERANCE = 0.01  # a declared sampling_rate may differ from 1 / (median ti
 
 
 # -- manifest ---------------------------------------------------------------------------------------
+def check_folder_dataset(path: Path) -> None:
+    """A folder that is no dataset (missing, a file, no manifest) is refused before any recording is read."""
+    _read_manifest(path)
+
+
 def _read_manifest(path: Path) -> tuple[Path, dict[str, Any]]:
     if not path.exists():
         raise DatasetError(f"dataset folder {path} does not exist")
