@@ -33,6 +33,8 @@ USAGE_ERROR = 2  # what `run` returns for each usage error above
 
 
 def timed(root: Path, args: list[str], env: dict[str, str]) -> float:
+    if args[0] == "run":  # as from a user's shell: a run sets its one thread itself (which imports torch)
+        env = {k: v for k, v in env.items() if k not in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS")}
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "harness", *args], cwd=root, env=env,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
