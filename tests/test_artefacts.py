@@ -279,3 +279,20 @@ def test_a_placement_for_a_kind_without_events_is_one_line_and_exit_2(tmp_path, 
                  "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "wander covers the whole context" in err[0]
+
+
+def test_rows_of_issue_31s_motion_beside_todays_are_two_datasets_and_the_paper_noise_keeps_its_name():
+    """The generator in the fingerprint keeps rows of one condition drawn two ways apart (an --out that holds rows
+    of issue #31's motion, ``motion-v1``, beside today's, ``motion-v2``); conditions of other families (the
+    paper's beta, another artefact) never share a cell, so their generator does not rename the dataset."""
+    import pandas as pd
+
+    from harness.records.configurations import label_samplings
+
+    base = "noise;maxw=8;stride=None;seed=0"
+    rows = [("beta=0", base), ("motion=1", f"{base};artefact=motion-v2"), ("pops=1", f"{base};artefact=pops-v1")]
+    frame = pd.DataFrame([dict(task="noise", dataset="d", condition=c, protocol=f"{p};data=x") for c, p in rows])
+    assert set(label_samplings(frame)["dataset"]) == {"d"}
+    old = pd.concat([frame, frame.iloc[[1]].assign(protocol=f"{base};artefact=motion-v1;data=x")])
+    labels = label_samplings(old)
+    assert labels["dataset"].tolist() == ["d", "d [artefact=motion-v2]", "d [artefact=pops-v1]", "d [artefact=motion-v1]"]
