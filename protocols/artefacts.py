@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from protocols.specs import ARTEFACT_PLACEMENTS, EVENT_ARTEFACTS
+
 WANDER_BAND = (0.05, 0.5)  # Hz
 WANDER_COMPONENTS = 3
 MOTION_BAND = (1.0, 10.0)  # Hz
@@ -49,8 +51,8 @@ EVENT_EVERY_SECONDS = 5.0  # one motion burst or pop per started 5 s of context
 POP_DECAY_SECONDS = 0.1
 POP_SPAN = 3.0  # a pop is "present" over this many time constants
 ADDITIVE = ("wander", "motion", "mains", "pops")
-EVENTS = ("motion", "pops")  # the kinds made of events in time, which a placement places
-PLACEMENTS = ("uniform", "origin", "context-interior")
+EVENTS = EVENT_ARTEFACTS  # the kinds made of events in time, which a placement places
+PLACEMENTS = ARTEFACT_PLACEMENTS  # uniform (the default), origin, context-interior
 
 
 class ArtefactUnavailable(ValueError):
