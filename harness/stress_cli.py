@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from protocols.specs import ARTEFACT_PLACEMENTS  # no torch: the parser's choices
+
 
 BREAKDOWNS = ("modality", "subject")
 
@@ -27,6 +29,8 @@ def add_parsers(sub) -> None:
     art.add_argument("--setting", default="96/48", metavar="C/H", help="the window's context/horizon (default: %(default)s)")
     art.add_argument("--seed", type=int, default=0)
     art.add_argument("--mains-hz", type=float, default=50.0, choices=(50.0, 60.0))
+    art.add_argument("--artefact-placement", default=ARTEFACT_PLACEMENTS[0], choices=ARTEFACT_PLACEMENTS,
+                     help="where motion bursts and pops fall, as in `run noise` (default: %(default)s)")
     art.add_argument("--out", type=Path, default=Path("results/runs/default/figures"))
 
 
@@ -38,7 +42,7 @@ def run_artefacts(args: argparse.Namespace) -> int:
 
     dataset = load_dataset(args.dataset or default_datasets()[0], data_root=args.data_root)
     for path in artefact_figure(dataset, Setting.parse(args.setting), args.out, channel=args.channel, seed=args.seed,
-                                mains_hz=args.mains_hz):
+                                mains_hz=args.mains_hz, placement=args.artefact_placement):
         print(path)
     return 0
 

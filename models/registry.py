@@ -57,7 +57,7 @@ import sys
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Required, TypedDict, TypeVar, Unpack
+from typing import Any, Callable, Mapping, Required, TypedDict, TypeVar, Unpack
 
 from models.factory_signature import static_parameters
 from models.plugins import (ENTRY_POINT_GROUP, PLUGINS_ENV, BuiltinModelsError, PluginError,  # noqa: F401 (also
@@ -110,6 +110,30 @@ class Unavailable(str):
         return obj
 
 
+@dataclass(frozen=True)
+class Limitation:
+    """A documented limitation of a model, as data: where its numbers are known to come from it (a task, parts
+    of the row's protocol, the model's recorded options) and the note that explains it and names the option
+    that lifts it. Every table holding such a row marks the row and prints the note under it (issue #51:
+    ``harness.reporting.limitations``); a table without one is unchanged."""
+
+    note: str  # what the numbers come from, and the fix (an option a user can set)
+    tasks: tuple[str, ...] = ()  # the tasks it concerns (empty: every task)
+    protocol: tuple[str, ...] = ()  # parts the row's protocol must hold, each a prefix: "mask=contiguous"
+    # the model's recorded description (model_info: its describe(), which names an option where it departs
+    # from the default) that lifts it: {"control_beyond": ("hold", "zero")}; absent: the default, not lifted
+    lifted_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def applies(self, task: str, protocol: str, info: Mapping[str, Any]) -> bool:
+        """Whether a row of ``task`` with this ``protocol`` and ``model_info`` comes under the limitation."""
+        if self.tasks and task not in self.tasks:
+            return False
+        parts = str(protocol).split(";")
+        if not all(any(p.startswith(want) for p in parts) for want in self.protocol):
+            return False
+        return not any(str(info.get(option)) in values for option, values in self.lifted_by.items())
+
+
 SUPERVISED = "supervised"  # the family of models trained on each fold's training subjects (Capabilities.fit)
 # how `harness list`, the tables and the report name a family where it must not be mistaken for another
 FAMILY_LABELS = {SUPERVISED: "supervised (trained on the fold's training subjects)"}
@@ -136,6 +160,8 @@ class ModelSpec:
     options: dict[str, Any] = field(default_factory=dict)
     note: str = ""  # printed under every table in which the model appears (e.g. how it was decoded)
     note_tasks: tuple[str, ...] = ()  # the tasks whose tables the note concerns (empty: every task's)
+    # documented limitations (task, protocol, options -> a note naming the fix): marked on the rows they explain
+    limitations: tuple[Limitation, ...] = ()
     # "module:callable() -> path" of the weights the model loads when no --weights is given: `load` passes it to the
     # factory as `weights` (so the factory need not import its registration: docs/records.md, the code digest)
     default_weights: str | None = None
@@ -427,6 +453,7 @@ class SpecFields(TypedDict, total=False):
     options: dict[str, Any]
     note: str
     note_tasks: tuple[str, ...]
+    limitations: tuple[Limitation, ...]
     default_weights: str | None
     paper_name: str | None
     native_horizon: int | None

@@ -15,18 +15,33 @@ Shapes (all seeded; the draw is the same at every severity, common random number
   drift), random phases, equal power;
 - ``motion``: bursts of band-limited noise (1-10 Hz, capped below Nyquist) under a Hann window, lasting
   0.3-1 s (at most a quarter of the context), one per started 5 s of context, at the same moments on every
-  channel of a window (one movement shakes every sensor), with independent content per channel;
+  channel of a window (one movement shakes every sensor), with independent content per channel; where the
+  bursts fall is the placement (below);
 - ``mains``: a sinusoid at 50 or 60 Hz with a random phase per channel; only where the sampling rate exceeds
   twice that frequency (a rate that cannot hold it has no such artefact: the cell is ``unavailable``);
 - ``pops``: electrode pops, a jump that decays exponentially (time constant 0.1 s; a one-sample spike where
   the rate is below 10 Hz), random sign, one per started 5 s of context per channel, "present" over three
   time constants;
 - ``clip``: saturation, each channel clipped to the quantiles above.
+
+Placement of the events (``motion`` and ``pops``; wander, mains and clip cover the whole context), issue #51:
+a stress test whose artefact cannot reach the context's last sample cannot touch a forecaster that reads only
+that sample (last value), so the default lets every event reach the forecast origin:
+
+- ``uniform`` (default): each event's onset is uniform over the context's samples, the last included; an event
+  that runs past the last sample is cut there, and a cut motion burst is held at its peak after its rise (the
+  movement is still under way at the forecast origin: its envelope does not vanish at the cut);
+- ``origin``: as ``uniform``, but each window's last motion burst ends on the last sample (held at its peak
+  there), and each channel's last pop jumps on it: the worst case, an artefact under way at the origin;
+- ``context-interior``: each event wholly inside the context (issue #31's motion draw, byte for byte): a motion
+  burst's Hann envelope is ~0 at the last sample, so last value is immune by construction.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from protocols.specs import ARTEFACT_PLACEMENTS, EVENT_ARTEFACTS
 
 WANDER_BAND = (0.05, 0.5)  # Hz
 WANDER_COMPONENTS = 3
@@ -36,6 +51,8 @@ EVENT_EVERY_SECONDS = 5.0  # one motion burst or pop per started 5 s of context
 POP_DECAY_SECONDS = 0.1
 POP_SPAN = 3.0  # a pop is "present" over this many time constants
 ADDITIVE = ("wander", "motion", "mains", "pops")
+EVENTS = EVENT_ARTEFACTS  # the kinds made of events in time, which a placement places
+PLACEMENTS = ARTEFACT_PLACEMENTS  # uniform (the default), origin, context-interior
 
 
 class ArtefactUnavailable(ValueError):
@@ -86,25 +103,60 @@ def _band_noise(n: int, fs: float, rng: np.random.Generator) -> np.ndarray:
     return sosfiltfilt(sos, noise)[pad:pad + n]
 
 
-def motion(shape: tuple[int, int, int], fs: float, rng: np.random.Generator) -> np.ndarray:
-    """Motion bursts [B, C, L], unit RMS inside each burst, zero elsewhere."""
+def _burst_envelope(n: int, held: bool) -> np.ndarray:
+    """A Hann window of n samples (zero just outside); ``held``: held at its peak after it (a burst cut at the
+    forecast origin keeps its amplitude there)."""
+    envelope = np.hanning(n + 2)[1:-1] if n > 1 else np.ones(1)
+    if held:
+        peak = int(np.argmax(envelope))
+        envelope[peak:] = envelope[peak]
+    return envelope
+
+
+def _onset(placement: str, length: int, n: int, last: bool, rng: np.random.Generator) -> int:
+    """Where an event of n samples starts: see the module's placements."""
+    if placement == "context-interior":
+        return int(rng.integers(0, max(1, length - n + 1)))
+    if placement == "origin" and last:
+        return max(0, length - n)
+    return int(rng.integers(0, length))
+
+
+def _check_placement(placement: str) -> None:
+    if placement not in PLACEMENTS:
+        raise ValueError(f"unknown artefact placement {placement!r}; known: {', '.join(PLACEMENTS)}")
+
+
+def motion(shape: tuple[int, int, int], fs: float, rng: np.random.Generator,
+           placement: str = "uniform") -> np.ndarray:
+    """Motion bursts [B, C, L], unit RMS over each burst's whole duration (a cut burst: the duration it would
+    have had), zero elsewhere; ``placement``: where the bursts fall (the module's docstring)."""
+    _check_placement(placement)
     b, c, length = shape
     out = np.zeros(shape)
     longest = max(1, length // 4)
+    events = _events(length / fs)
     for i in range(b):
-        for _ in range(_events(length / fs)):
+        for e in range(events):
             n = int(np.clip(round(rng.uniform(*MOTION_SECONDS) * fs), 1, longest))
-            start = int(rng.integers(0, length - n + 1))
-            envelope = np.hanning(n + 2)[1:-1] if n > 1 else np.ones(1)
+            last = e == events - 1
+            start = _onset(placement, length, n, last, rng)
+            shown = min(n, length - start)
+            envelope = _burst_envelope(n, held=placement != "context-interior"
+                                       and (shown < n or (placement == "origin" and last)))
             for j in range(c):
                 burst = envelope * _band_noise(n, fs, rng)
                 rms = np.sqrt(np.mean(burst ** 2))
-                out[i, j, start:start + n] += burst / rms if rms > 0 else 0.0
+                out[i, j, start:start + shown] += (burst / rms)[:shown] if rms > 0 else 0.0
     return out
 
 
-def pops(shape: tuple[int, int, int], fs: float, rng: np.random.Generator) -> np.ndarray:
-    """Electrode pops [B, C, L]: jumps decaying with POP_DECAY_SECONDS, unit RMS over POP_SPAN time constants."""
+def pops(shape: tuple[int, int, int], fs: float, rng: np.random.Generator,
+         placement: str = "uniform") -> np.ndarray:
+    """Electrode pops [B, C, L]: jumps decaying with POP_DECAY_SECONDS, unit RMS over POP_SPAN time constants;
+    ``placement``: where they fall (``uniform`` is issue #31's draw: a pop jumps at full height wherever it
+    starts, so a pop on the last sample reaches the forecast origin)."""
+    _check_placement(placement)
     b, c, length = shape
     out = np.zeros(shape)
     tau = POP_DECAY_SECONDS * fs  # samples
@@ -112,10 +164,12 @@ def pops(shape: tuple[int, int, int], fs: float, rng: np.random.Generator) -> np
     k = np.arange(span)
     shape_ = np.exp(-k / tau) if tau >= 1 else (k == 0).astype(float)
     shape_ = shape_ / np.sqrt(np.mean(shape_ ** 2))  # unit RMS over the pop's span
+    events = _events(length / fs)
     for i in range(b):
         for j in range(c):
-            for _ in range(_events(length / fs)):
-                start = int(rng.integers(0, length))
+            for e in range(events):
+                start = (length - 1 if placement == "origin" and e == events - 1
+                         else _onset(placement, length, span, False, rng))
                 sign = 1.0 if rng.random() < 0.5 else -1.0
                 end = min(length, start + span)
                 out[i, j, start:end] += sign * shape_[:end - start]
@@ -123,16 +177,17 @@ def pops(shape: tuple[int, int, int], fs: float, rng: np.random.Generator) -> np
 
 
 def unit_artefact(kind: str, shape: tuple[int, int, int], fs: float, rng: np.random.Generator,
-                  mains_hz: float = 50.0) -> np.ndarray | None:
-    """The level-free draw of an additive kind (scaled by severity * sigma_c); None for ``clip``."""
+                  mains_hz: float = 50.0, placement: str = "uniform") -> np.ndarray | None:
+    """The level-free draw of an additive kind (scaled by severity * sigma_c); None for ``clip``.
+    ``placement`` places the events of ``motion`` and ``pops`` (the other kinds cover the whole context)."""
     if kind == "wander":
         return wander(shape, fs, rng)
     if kind == "motion":
-        return motion(shape, fs, rng)
+        return motion(shape, fs, rng, placement)
     if kind == "mains":
         return mains(shape, fs, rng, mains_hz)
     if kind == "pops":
-        return pops(shape, fs, rng)
+        return pops(shape, fs, rng, placement)
     if kind == "clip":
         return None
     raise ValueError(f"unknown artefact kind {kind!r}")

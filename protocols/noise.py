@@ -62,7 +62,7 @@ def evaluate_artefact(model: Model, dataset: Dataset, fold: Fold, setting: Setti
     def corrupt(context: np.ndarray) -> np.ndarray:
         rng = np.random.default_rng(stable_seed(seed, dataset.content_id, fold.test_subject, "artefact", kind,
                                                 setting.context, setting.horizon))
-        unit = unit_artefact(kind, context.shape, fs, rng, spec.artefact.mains_hz)
+        unit = unit_artefact(kind, context.shape, fs, rng, spec.artefact.mains_hz, spec.artefact.placement)
         return apply_artefact(kind, context, sigma, level, unit)
 
     return evaluate_forecasting(model, dataset, fold, setting, spec.forecasting(), corrupt_context=corrupt)

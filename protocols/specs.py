@@ -172,6 +172,13 @@ ARTEFACT_KINDS: tuple[str, ...] = ("gaussian", "wander", "motion", "mains", "pop
 ARTEFACT_LEVELS: tuple[float, ...] = (0.0, 0.1, 0.25, 0.5, 1.0)  # RMS where present / sigma_c
 CLIP_LEVELS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.25, 0.5)  # share of context samples at the rails
 MAINS_FREQUENCIES: tuple[float, ...] = (50.0, 60.0)
+# where the events of motion and pops fall (protocols.artefacts, issue #51); the first is the default
+ARTEFACT_PLACEMENTS: tuple[str, ...] = ("uniform", "origin", "context-interior")
+EVENT_ARTEFACTS: tuple[str, ...] = ("motion", "pops")
+# the generator's version in a record's fingerprint: motion's default draw changed in issue #51 (its bursts reach
+# the forecast origin), so its rows of issue #31 (``motion-v1``, now ``--artefact-placement context-interior``)
+# never pass for today's; every other draw is unchanged
+_DRAW_VERSIONS: dict[tuple[str, str], int] = {("motion", "uniform"): 2}
 
 
 @dataclass(frozen=True)
@@ -182,12 +189,18 @@ class ArtefactSpec:
 
     kind: str = "gaussian"
     mains_hz: float = 50.0  # mains: the interference frequency (50 Hz in most of the world, 60 Hz in the Americas)
+    placement: str = ARTEFACT_PLACEMENTS[0]  # motion, pops: where the events fall (uniform: they reach the origin)
 
     def __post_init__(self) -> None:
         if self.kind not in ARTEFACT_KINDS:
             raise SpecError(f"unknown artefact {self.kind!r}; known: {', '.join(ARTEFACT_KINDS)}")
         if self.mains_hz not in MAINS_FREQUENCIES:
             raise SpecError(f"mains_hz must be one of {MAINS_FREQUENCIES}, got {self.mains_hz!r}")
+        if self.placement not in ARTEFACT_PLACEMENTS:
+            raise SpecError(f"unknown artefact placement {self.placement!r}; known: {', '.join(ARTEFACT_PLACEMENTS)}")
+        if self.placement != ARTEFACT_PLACEMENTS[0] and self.kind not in EVENT_ARTEFACTS:
+            raise SpecError(f"--artefact-placement places the events of {' and '.join(EVENT_ARTEFACTS)}; "
+                            f"{self.kind} covers the whole context")
 
     @property
     def is_paper(self) -> bool:
@@ -198,7 +211,14 @@ class ArtefactSpec:
         """The condition's prefix: ``beta`` (the paper's), ``mains-50Hz``, or the kind."""
         if self.kind == "gaussian":
             return "beta"
-        return f"mains-{self.mains_hz:g}Hz" if self.kind == "mains" else self.kind
+        if self.kind == "mains":
+            return f"mains-{self.mains_hz:g}Hz"
+        return self.kind if self.placement == ARTEFACT_PLACEMENTS[0] else f"{self.kind}-{self.placement}"
+
+    @property
+    def draw(self) -> str:
+        """The generator in a record's fingerprint: ``motion-v2`` (the default placement), ``pops-origin-v1``."""
+        return f"{self.name}-v{_DRAW_VERSIONS.get((self.kind, self.placement), 1)}"
 
     def condition(self, level: float) -> str:
         return f"{self.name}={level:g}"
@@ -236,7 +256,7 @@ class NoiseSpec:
         s = self.sampling
         text = f"noise;maxw={s.max_windows_per_subject};stride={s.stride};seed={s.seed}"
         # the paper's Gaussian noise keeps its fingerprint (and so every key); an artefact names its generator
-        return text if self.artefact.is_paper else f"{text};artefact={self.artefact.name}-v1"
+        return text if self.artefact.is_paper else f"{text};artefact={self.artefact.draw}"
 
 
 @dataclass(frozen=True)

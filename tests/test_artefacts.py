@@ -180,3 +180,119 @@ def test_mains_above_nyquist_is_unavailable_with_the_reason_and_other_kinds_get_
                      "noise_pops_0.5"]
     paths = get_task("noise").figures(frame, tmp_path / "figures")
     assert sorted(p.name for p in paths if p.suffix == ".png") == ["noise_robustness.png", "noise_robustness_pops.png"]
+
+
+# -- issue #51: where the events fall (--artefact-placement) ------------------------------------------------
+def _last_value_rmse(kind: str, level: float, placement: str | None = None) -> float:
+    """Last value's RMSE pooled over every LOSO fold of a 250 Hz toy dataset, the context corrupted."""
+    from baselines.naive import LastValue
+
+    ds = make_dataset(n_subjects=3, n_samples=2000, rate=FS)
+    setting = Setting(96, 48)
+    levels = (0.0, 0.5) if kind == "clip" else (0.0, 1.0)
+    spec = NoiseSpec(levels=levels, settings=(setting,), sampling=SamplingSpec(max_windows_per_subject=8),
+                     artefact=ArtefactSpec(kind, placement=placement) if placement else ArtefactSpec(kind))
+    sse = n = 0.0
+    for subject in ds.subjects:
+        errors = evaluate_noise(LastValue(), ds, get_fold(ds, subject), setting, spec, level, 0).errors
+        sse, n = sse + errors.sse, n + errors.n
+    return float(np.sqrt(sse / n))
+
+
+@pytest.mark.parametrize("kind", ["wander", "motion", "mains", "pops", "clip"])
+def test_every_artefact_kind_moves_last_values_error_at_a_nonzero_severity(kind):
+    """A stress test that cannot reach the context's last sample cannot touch last value (issue #51: motion's
+    RMSE was the same at every severity); by default every kind reaches the forecast origin."""
+    clean = _last_value_rmse(kind, 0.0)
+    hit = _last_value_rmse(kind, 0.5 if kind == "clip" else 1.0)
+    assert abs(hit - clean) > 0.01 * clean
+
+
+def test_context_interior_is_issue_31s_motion_draw_and_never_reaches_the_origin():
+    """The old placement stays reachable by name, byte for byte (its burst positions and sizes as issue #31's code
+    drew them), and shows the defect it had: last value is immune to it."""
+    x = _draw("motion", (4, 2, 1500), seed=7, placement="context-interior")
+    support = [(int(np.flatnonzero(x[i, 0])[0]), int(np.flatnonzero(x[i, 0])[-1])) for i in range(4)]
+    assert support == [(901, 1368), (337, 917), (499, 1070), (803, 1280)]
+    np.testing.assert_allclose([np.abs(x[i]).sum() for i in range(4)],
+                               [556.468555, 417.364781, 414.038743, 312.773324], atol=1e-5)
+    assert _last_value_rmse("motion", 1.0, "context-interior") == _last_value_rmse("motion", 0.0, "context-interior")
+
+
+def test_pops_uniform_is_issue_31s_draw():
+    x = _draw("pops", (4, 2, 1500), seed=7)
+    assert [int(np.flatnonzero(x[i, j])[0]) for i in range(4) for j in range(2)] == [937, 337, 7, 178, 382, 830, 933, 240]
+    assert np.abs(x).sum() == pytest.approx(932.2329, abs=1e-4)
+
+
+def test_a_burst_cut_at_the_origin_keeps_its_amplitude_there():
+    """origin: every window's last burst ends on the last sample at its peak (not ~0 as a Hann window would be);
+    uniform: a burst reaches the last sample in some windows (with probability about its length / the context's)
+    and is then held at its peak after its rise."""
+    shape = (200, 2, 96)
+    origin = _draw("motion", shape, placement="origin")
+    envelope_end = np.abs(origin[:, :, -8:]).max(axis=-1)
+    assert (envelope_end > 0.3).all()  # band noise under a held envelope: never near 0 over its last 8 samples
+    uniform = _draw("motion", shape)
+    reached = (uniform[:, 0, -1] != 0).mean()
+    assert 0.1 < reached < 0.4  # bursts of 24 samples (a quarter of the context): about 24 / 96 of the windows
+    held = art._burst_envelope(24, held=True)
+    assert held[-1] == held.max() and art._burst_envelope(24, held=False)[-1] < 0.05
+    pops = _draw("pops", shape, placement="origin")
+    assert (np.abs(pops[:, :, -1]) == np.abs(pops).max()).all()  # each channel's last pop jumps on the last sample
+
+
+def test_the_placement_is_in_the_condition_and_fingerprint_so_old_rows_never_pass_for_new():
+    assert ArtefactSpec("motion").condition(0.25) == "motion=0.25"
+    assert NoiseSpec(artefact=ArtefactSpec("motion")).fingerprint().endswith(";artefact=motion-v2")  # issue #31's: -v1
+    legacy = ArtefactSpec("motion", placement="context-interior")
+    assert legacy.condition(0.25) == "motion-context-interior=0.25"
+    assert NoiseSpec(artefact=legacy).fingerprint().endswith(";artefact=motion-context-interior-v1")
+    assert NoiseSpec(artefact=ArtefactSpec("pops")).fingerprint().endswith(";artefact=pops-v1")  # its draw is unchanged
+    assert ArtefactSpec("pops", placement="origin").condition(1) == "pops-origin=1"
+    with pytest.raises(SpecError, match="places the events of motion and pops; wander covers the whole context"):
+        ArtefactSpec("wander", placement="origin")
+
+
+def test_the_paper_gaussian_noise_is_byte_identical():
+    """The paper's default (Gaussian noise, beta) is untouched by the placements: the context a model sees is the
+    one issue #31's code gave it (digest computed with the code before issue #51)."""
+    import hashlib
+
+    ds = make_dataset(n_subjects=3, n_samples=400)
+    fold = get_fold(ds, ds.subjects[0])
+    spec = NoiseSpec(settings=(Setting(48, 24),), sampling=SamplingSpec(max_windows_per_subject=3))
+    rec = Recorder()
+    evaluate_noise(rec, ds, fold, Setting(48, 24), spec, 0.3, 0)
+    seen = np.concatenate(rec.seen)
+    assert hashlib.sha256(np.round(seen, 9).tobytes()).hexdigest()[:16] == GAUSSIAN_DIGEST
+    assert spec.fingerprint() == "noise;maxw=3;stride=None;seed=0"
+
+
+GAUSSIAN_DIGEST = "e7434719765397c8"
+
+
+def test_a_placement_for_a_kind_without_events_is_one_line_and_exit_2(tmp_path, capsys):
+    from harness.cli import main
+
+    assert main(["run", "noise", "--artefact", "wander", "--artefact-placement", "origin", "--out", str(tmp_path),
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "wander covers the whole context" in err[0]
+
+
+def test_rows_of_issue_31s_motion_beside_todays_are_two_datasets_and_the_paper_noise_keeps_its_name():
+    """The generator in the fingerprint keeps rows of one condition drawn two ways apart (an --out that holds rows
+    of issue #31's motion, ``motion-v1``, beside today's, ``motion-v2``); conditions of other families (the
+    paper's beta, another artefact) never share a cell, so their generator does not rename the dataset."""
+    import pandas as pd
+
+    from harness.records.configurations import label_samplings
+
+    base = "noise;maxw=8;stride=None;seed=0"
+    rows = [("beta=0", base), ("motion=1", f"{base};artefact=motion-v2"), ("pops=1", f"{base};artefact=pops-v1")]
+    frame = pd.DataFrame([dict(task="noise", dataset="d", condition=c, protocol=f"{p};data=x") for c, p in rows])
+    assert set(label_samplings(frame)["dataset"]) == {"d"}
+    old = pd.concat([frame, frame.iloc[[1]].assign(protocol=f"{base};artefact=motion-v1;data=x")])
+    labels = label_samplings(old)
+    assert labels["dataset"].tolist() == ["d", "d [artefact=motion-v2]", "d [artefact=pops-v1]", "d [artefact=motion-v1]"]

@@ -144,7 +144,7 @@ def label_samplings(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.assign(dataset_name=frame["dataset"])
     if frame.empty or "protocol" not in frame:
         return out
-    samplings = [sampling_of(p) for p in frame["protocol"]]
+    samplings = _family_free(frame, [sampling_of(p) for p in frame["protocol"]])
     found: dict[tuple[str, str], list[tuple[str, ...]]] = {}
     for task, dataset, sampling in zip(frame["task"], frame["dataset"], samplings):
         kinds = found.setdefault((task, dataset), [])
@@ -159,10 +159,26 @@ def label_samplings(frame: pd.DataFrame) -> pd.DataFrame:
                      if len({d.get(k, "\0absent") for d in parts}) > 1]
         for kind, d in zip(kinds, parts):
             shown = ", ".join(f"{k}={_short(d[k], 12)}" if d[k] else k for k in differing if k in d)
-            names[(task, dataset, kind)] = f"{dataset} [{shown or ';'.join(kind)}]"
+            # the one sampling that lacks every differing part (the paper's noise beside artefacts) keeps the name
+            names[(task, dataset, kind)] = f"{dataset} [{shown}]" if shown else dataset
     if names:
         out["dataset"] = [names.get((t, d, s), d) for t, d, s in zip(frame["task"], frame["dataset"], samplings)]
     return out
+
+
+FAMILY_PARTS = ("artefact=", "mask=")  # protocol parts that the condition names too (motion=1, contiguous-... 25%)
+
+
+def _family_free(frame: pd.DataFrame, samplings: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """``samplings`` without the parts a condition names (an artefact's or a mask's generator): rows of two
+    conditions never share a table cell, so those parts tell datasets apart only where one condition holds rows
+    of two generators (issue #51: ``motion=1`` of issue #31's draw, ``motion-v1``, beside today's ``motion-v2``)."""
+    free = [tuple(p for p in s if not p.startswith(FAMILY_PARTS)) for s in samplings]
+    seen: dict[tuple[str, str, str], set[tuple[str, ...]]] = {}
+    for key, s in zip(zip(frame["task"], frame["dataset"], frame["condition"]), samplings):
+        seen.setdefault(key, set()).add(s)
+    clash = {(t, d) for (t, d, _), found in seen.items() if len(found) > 1}
+    return [s if (t, d) in clash else f for t, d, s, f in zip(frame["task"], frame["dataset"], samplings, free)]
 
 
 def _labels(model: str, configs: list[str], descriptions: dict[str, dict[str, Any]]) -> dict[tuple[str, str], str]:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Mapping
 
-from protocols.specs import (ARTEFACT_KINDS, BURST_DISTRIBUTIONS, LABEL_BUDGETS, MAINS_FREQUENCIES, MASK_CHANNELS,
-                             MASK_KINDS, MISSING_RATES, NOISE_LEVELS, PAPER_SETTINGS, PHYSIOLOGY_MEASURES,
-                             PHYSIOLOGY_SOURCES, ArtefactSpec, MaskSpec, PhysiologySpec, Setting, SpecError)
+from protocols.specs import (ARTEFACT_KINDS, ARTEFACT_PLACEMENTS, BURST_DISTRIBUTIONS, LABEL_BUDGETS,
+                             MAINS_FREQUENCIES, MASK_CHANNELS, MASK_KINDS, MISSING_RATES, NOISE_LEVELS, PAPER_SETTINGS,
+                             PHYSIOLOGY_MEASURES, PHYSIOLOGY_SOURCES, ArtefactSpec, MaskSpec, PhysiologySpec, Setting, SpecError)
 
 
 @dataclass(frozen=True)
@@ -124,6 +124,11 @@ ARTEFACT = Option("--artefact", f"what corrupts the context: gaussian (the paper
                   choice(ARTEFACT_KINDS), metavar="KIND")
 MAINS_HZ = Option("--mains-hz", f"--artefact mains: interference frequency (one of {_words(MAINS_FREQUENCIES)}; "
                   f"default: {ArtefactSpec.mains_hz:g})", choice(MAINS_FREQUENCIES), metavar="HZ")
+ARTEFACT_PLACEMENT = Option("--artefact-placement", "--artefact motion|pops: where the events fall (one of "
+                            f"{', '.join(ARTEFACT_PLACEMENTS)}; default: {ArtefactSpec.placement}: onsets uniform "
+                            "over the context, the last sample included; context-interior: issue #31's, never at "
+                            "the forecast origin; docs/protocols.md)", choice(ARTEFACT_PLACEMENTS),
+                            metavar="|".join(ARTEFACT_PLACEMENTS))
 PHYSIO_CONTEXT = Option("--physio-context", f"forecast context in seconds (default: {PhysiologySpec.context_seconds:g})",
                         float, metavar="S")
 PHYSIO_HORIZON = Option("--physio-horizon", "forecast horizon in seconds, the span whose rate is scored (default: "
@@ -146,8 +151,8 @@ def mask_of(options: Any) -> MaskSpec:
 
 
 def artefact_of(options: Any) -> ArtefactSpec:
-    """The ArtefactSpec of a task's artefact options (--artefact, --mains-hz)."""
-    return ArtefactSpec(**given(kind=options.artefact, mains_hz=options.mains_hz))
+    """The ArtefactSpec of a task's artefact options (--artefact, --mains-hz, --artefact-placement)."""
+    return ArtefactSpec(**given(kind=options.artefact, mains_hz=options.mains_hz, placement=options.artefact_placement))
 
 
 # -- a task's options ----------------------------------------------------------------------------------

@@ -69,6 +69,10 @@ class Table:
     notes: tuple[str, ...] = ()
     model_notes: tuple[str, ...] = ()  # how a model was run (registry notes): printed once per run by the CLI
     overlap_notes: tuple[tuple[str, str], ...] = ()  # (mark, text): pre-training overlap (harness.reporting.pretraining_marks)
+    # rows whose numbers come from a model's documented limitation (harness.reporting.limitations): (row, mark)
+    # pairs, and the (mark, note) pairs printed under the table, each naming the option that lifts it
+    limited: tuple[tuple[str, str], ...] = ()
+    limitation_notes: tuple[tuple[str, str], ...] = ()
     # rows of models trained on each fold's training subjects: drawn in their own group below the others and
     # ranked apart from them (never the best of a zero-shot comparison); empty: one group, as before
     supervised: tuple[str, ...] = ()
@@ -124,12 +128,19 @@ def model_groups(frame: pd.DataFrame, models) -> dict[str, str]:
 
 
 def grouped(table: Table, rows: pd.DataFrame) -> Table:
-    """``table`` with its supervised and scored rows named (and a note saying what they are) when it has any."""
+    """``table`` with its supervised and scored rows named (and a note saying what they are) when it has any, and
+    its rows that come from a model's documented limitation marked (with the limitation's note)."""
+    from dataclasses import replace
+
+    from harness.reporting.limitations import limitation_marks
+
+    marks, limitation_notes = limitation_marks(rows, table.models)
+    if marks:
+        table = replace(table, limited=tuple(marks.items()), limitation_notes=limitation_notes)
     apart = supervised_rows(rows, table.models)
     scored = tuple(m for m in scored_rows(rows, table.models) if m not in apart)
     if not apart and not scored:
         return table
-    from dataclasses import replace
 
     notes = table.notes + ((SUPERVISED_NOTE,) if apart else ()) + ((SCORED_NOTE,) if scored else ())
     return replace(table, supervised=apart, scored=scored, notes=notes)
@@ -482,25 +493,33 @@ def render(table: Table, style: str = "text", with_model_notes: bool = True) -> 
     notes = table.notes  # the marked cells' notes (†); how a model was run is a plain note: no cell carries its mark
     run_notes = table.model_notes if with_model_notes else ()
     name = {"text": plain, "markdown": md_escape, "latex": _tex}[style]
+    limited = dict(table.limited)  # a row from a documented limitation: its mark beside its name
+
+    def row_name(model: str) -> str:
+        mark = limited.get(model, "")
+        return name(model) + ((" $^{\\S" + mark[1:] + "}$" if style == "latex" else " " + mark) if mark else "")
+
     header = ["Model"] + [f"{name(c.group)} {name(c.label)}" for c in table.columns]
     body = []
     for label, rows in table.groups() if (table.supervised or table.scored) else [("", table.models)]:
         if label:  # the group's label row: a reader never takes these rows for zero-shot ones
             body.append([GROUP_ROW[style](label, len(table.columns))] + [""] * len(table.columns))
-        body += [[name(model)] + [_cell(table.entries.get((model, c)), style, ranks.get((model, c)))
-                                  for c in table.columns] for model in rows]
+        body += [[row_name(model)] + [_cell(table.entries.get((model, c)), style, ranks.get((model, c)))
+                                      for c in table.columns] for model in rows]
     overlap = [(mark, name(text)) for mark, text in table.overlap_notes]
     if style == "text":
         caption = plain(table.caption) + (" Best ¹, second ²." if ranks else "")
-        return _render_text(caption, header, body, tuple(plain(n) for n in notes), overlap,
+        return _render_text(caption, header, body, tuple(plain(n) for n in notes),
+                            [*[(m, plain(n)) for m, n in table.limitation_notes], *overlap],
                             run_notes=tuple(plain(n) for n in run_notes))
     if style == "markdown":
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(r).rstrip() + " |" if r[0].startswith("*") else "| " + " | ".join(r) + " |"
                   for r in body]
         out = [md_escape(table.caption) + " Best **bold**, second <u>underlined</u>.", "", *lines]
-        if notes or run_notes:
-            out += ["", *[f"† {md_escape(n)}" for n in notes], *[f"Note: {md_escape(n)}" for n in run_notes]]
+        if notes or run_notes or table.limitation_notes:
+            out += ["", *[f"† {md_escape(n)}" for n in notes], *[f"{m} {md_escape(n)}" for m, n in table.limitation_notes],
+                    *[f"Note: {md_escape(n)}" for n in run_notes]]
         if overlap:
             out += ["", *[f"{mark or '·'} {text}" for mark, text in overlap]]
         return "\n".join(out) + "\n"
@@ -519,6 +538,7 @@ def render(table: Table, style: str = "text", with_model_notes: bool = True) -> 
         *[r[0] + r" \\" if r[0].startswith(r"\midrule") else " & ".join(r) + r" \\" for r in body],
         r"\bottomrule", r"\end{tabular}",
         *[rf"\par\footnotesize $^{{\dagger}}$ {_tex(n)}" for n in notes],
+        *[rf"\par\footnotesize $^{{\S{m[1:]}}}$ {_tex(n)}" for m, n in table.limitation_notes],
         *[rf"\par\footnotesize Note: {_tex(n)}" for n in run_notes],
         *[rf"\par\footnotesize {_TEX_MARKS[m]}{text}" for m, text in overlap],
         r"\end{table}",

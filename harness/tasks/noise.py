@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.registry.options import (ARTEFACT, MAINS_HZ, MAX_WINDOWS_PER_SUBJECT, NOISE_LEVELS_OPTION, SETTINGS,
-                                      artefact_of, given)
+from harness.registry.options import (ARTEFACT, ARTEFACT_PLACEMENT, MAINS_HZ, MAX_WINDOWS_PER_SUBJECT,
+                                      NOISE_LEVELS_OPTION, SETTINGS, artefact_of, given)
 from harness.tasks.base import ErrorTask
 from harness.tasks.forecasting import sampling, setting_capable
 from protocols.artefacts import ArtefactUnavailable
@@ -27,7 +27,7 @@ class Noise(ErrorTask):
     figure_stem = "noise_robustness"
     figure_metrics = ("RMSE", "MAE")
     x_label = "noise level beta"
-    options = (SETTINGS, NOISE_LEVELS_OPTION, MAX_WINDOWS_PER_SUBJECT, ARTEFACT, MAINS_HZ)
+    options = (SETTINGS, NOISE_LEVELS_OPTION, MAX_WINDOWS_PER_SUBJECT, ARTEFACT, MAINS_HZ, ARTEFACT_PLACEMENT)
 
     def spec(self, options, seed):
         artefact = artefact_of(options)

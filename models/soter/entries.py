@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from models.registry import ModelSpec
+from models.registry import Limitation, ModelSpec
 
 CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
 ENTRY_FILE = "entry.toml"
@@ -26,7 +26,8 @@ EXTRA_ROOTS_ENV = "SOTER_BENCH_CHECKPOINTS"
 TASKS = ("forecasting", "imputation", "noise", "classification")
 FAITHFUL = "the paper's recipe"  # how every listing and table note names the faithful entry
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
-_FIELDS = {"name", "summary", "parent", "faithful", "default_tasks", "note", "note_tasks", "options"}
+_FIELDS = {"name", "summary", "parent", "faithful", "default_tasks", "note", "note_tasks", "options", "limitations"}
+_LIMITATION_FIELDS = {"note", "tasks", "protocol", "lifted_by"}  # models.registry.Limitation
 # adapter options an entry may set (models.soter.adapter.load_soter); the rest are the user's or the registry's
 _ENTRY_OPTIONS = {"rollout", "control_beyond", "per_channel", "batch_size", "output_bound"}
 
@@ -48,6 +49,8 @@ class ShippedEntry:
     note: str = ""  # printed under the tables it appears in
     note_tasks: tuple[str, ...] = ()
     options: dict[str, Any] = field(default_factory=dict)
+    # its own documented limitations ([[limitations]] in entry.toml), beside every entry's control_limitation
+    limitations: tuple[Limitation, ...] = ()
 
     def checkpoint_dir(self, weights: str | Path | None = None) -> Path:
         return Path(weights).expanduser() if weights else self.folder
@@ -74,7 +77,21 @@ class ShippedEntry:
             description=f"{what}, checkpoint {self.folder.name}: {self.summary}",
             licence="MIT (this repository's weights)", check=f"{ref}.check", tasks=TASKS, default=default,
             options={"rollout": "per-query", "name": self.name, **self.options},
-            default_weights=f"{ref}.checkpoint_dir", note=self.note, note_tasks=self.note_tasks)
+            default_weights=f"{ref}.checkpoint_dir", note=self.note, note_tasks=self.note_tasks,
+            limitations=(control_limitation(self.name), *self.limitations))
+
+
+def control_limitation(name: str) -> Limitation:
+    """Every SOTER entry's imputation under contiguous gaps, unless its control is held (or zeroed) past a
+    channel's last observation: the authors' extrapolated spline grows like the cube of the distance into a gap
+    (docs/stress-tests.md, "Why SOTER diverges inside gaps"). The adapter names ``control_beyond`` in a row's
+    model_info only where it departs from ``extrapolate``, so a row without it extrapolated."""
+    return Limitation(
+        note=(f"{name}: under contiguous gaps its imputation extrapolates the spline control past a channel's last "
+              "observation (the authors' code), which grows like the cube of the distance into the gap and makes "
+              f"it diverge (docs/stress-tests.md, \"Why SOTER diverges inside gaps\"); --model-option "
+              f"{name}.control_beyond=hold holds the control there"),
+        tasks=("imputation",), protocol=("mask=contiguous",), lifted_by={"control_beyond": ("hold", "zero")})
 
 
 def _shown(path: Path) -> Path:
@@ -112,7 +129,26 @@ def read_entry(folder: Path) -> ShippedEntry:
         faithful=bool(raw.get("faithful", False)),
         default_tasks=_tasks(raw.get("default_tasks", []), f"{path}: default_tasks"),
         note=str(raw.get("note", "")), note_tasks=_tasks(raw.get("note_tasks", []), f"{path}: note_tasks"),
-        options=dict(options))
+        options=dict(options), limitations=_limitations(raw.get("limitations", []), path))
+
+
+def _limitations(value: Any, path: Path) -> tuple[Limitation, ...]:
+    """``[[limitations]]`` tables: note (required), tasks, protocol (prefixes of protocol parts), lifted_by
+    (a table of option -> the values that lift it)."""
+    where = f"{path}: limitations"
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise EntryError(f"{where}: must be [[limitations]] tables")
+    out = []
+    for raw in value:
+        if set(raw) - _LIMITATION_FIELDS or not isinstance(raw.get("note"), str) or not raw["note"].strip():
+            raise EntryError(f"{where}: each needs a note and may have {sorted(_LIMITATION_FIELDS - {'note'})}")
+        lifted = raw.get("lifted_by", {})
+        if not isinstance(lifted, dict) or not all(isinstance(v, list) for v in lifted.values()):
+            raise EntryError(f"{where}: lifted_by must be a table of option = [values]")
+        out.append(Limitation(raw["note"], _tasks(raw.get("tasks", []), f"{where}: tasks"),
+                              tuple(str(p) for p in raw.get("protocol", [])),
+                              {k: tuple(str(x) for x in v) for k, v in lifted.items()}))
+    return tuple(out)
 
 
 def roots() -> list[Path]:
