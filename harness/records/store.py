@@ -155,6 +155,10 @@ class RecordStore:
     def get(self, key: str) -> dict[str, str] | None:
         return self._rows.get(key)
 
+    def rows(self) -> dict[str, dict[str, str]]:
+        """Key -> the latest row of that key (as read: every value a string)."""
+        return dict(self._rows)
+
     def is_done(self, key: str) -> bool:
         row = self._rows.get(key)
         return row is not None and row["status"] == "ok"

@@ -65,6 +65,12 @@ class Task:
         names = tuple(name for name, spec in all_specs().items() if spec.is_default_for(self.name))
         return names + self.model_free
 
+    def samples(self, cell: Cell, dataset: Dataset) -> int | None:
+        """How many one-channel series the cell's model forecasts (windows x channels), without running it: what
+        ``plan`` and ``run --shard`` multiply a model's measured seconds per sample by. None: the task cannot tell
+        (its cost is then estimated from earlier runs' records only)."""
+        return None
+
     # -- one cell ---------------------------------------------------------------------------
     def capable(self, model: Model, cell: Cell) -> str | None:
         """Why ``model`` cannot take part in ``cell`` (the row is then ``unavailable``); None: it can."""

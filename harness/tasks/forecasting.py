@@ -9,6 +9,7 @@ from harness.tasks.base import ErrorTask, cells_frame, paper_cell
 from protocols.forecasting import evaluate_forecasting
 from protocols.specs import ForecastingSpec, SamplingSpec
 from protocols.splits import get_fold
+from protocols.windows import select_windows
 
 
 def sampling(options, seed: int) -> SamplingSpec:
@@ -26,6 +27,13 @@ def setting_capable(model, cell) -> str | None:
 
 
 SETTING_TABLES = {"48/24": "tab:e-win24", "72/36": "tab:e-win36", "96/48": "tab:e-win48", "128/64": "tab:e-win64"}
+def window_samples(cell, dataset) -> int:
+    """The one-channel series a forecasting-type cell forecasts: its fold's windows in its setting x channels
+    (the windows are selected, never extracted: cheap)."""
+    selection = select_windows(dataset, get_fold(dataset, cell.fold).test_subject, cell.point, cell.spec.sampling)
+    return len(selection.windows) * len(dataset.channels)
+
+
 MAIN_RESULTS = "tab:main_results"  # the paper's main table: the mean over its four settings
 MAIN_CONDITION = "mean over 4 windows"  # the condition as the paper's transcription names it (results/paper/)
 CAPTION = ("Zero-shot forecasting: RMSE and MAE in normalised space, x100, mean ± std over settings "
@@ -50,6 +58,9 @@ class Forecasting(ErrorTask):
 
     def capable(self, model, cell):
         return setting_capable(model, cell)
+
+    def samples(self, cell, dataset):
+        return window_samples(cell, dataset)
 
     def evaluate(self, cell, dataset, model):
         fold = get_fold(dataset, cell.fold)

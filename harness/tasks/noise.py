@@ -5,7 +5,7 @@ from __future__ import annotations
 from harness.registry.options import (ARTEFACT, MAINS_HZ, MAX_WINDOWS_PER_SUBJECT, NOISE_LEVELS_OPTION, SETTINGS,
                                       artefact_of, given)
 from harness.tasks.base import ErrorTask
-from harness.tasks.forecasting import sampling, setting_capable
+from harness.tasks.forecasting import sampling, setting_capable, window_samples
 from protocols.artefacts import ArtefactUnavailable
 from protocols.noise import evaluate_noise
 from protocols.specs import NoiseSpec
@@ -47,6 +47,9 @@ class Noise(ErrorTask):
 
     def capable(self, model, cell):
         return setting_capable(model, cell)
+
+    def samples(self, cell, dataset):
+        return window_samples(cell, dataset)
 
     def evaluate(self, cell, dataset, model):
         fold = get_fold(dataset, cell.fold)
