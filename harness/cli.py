@@ -62,7 +62,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="parallel worker processes (default: 1); with --executor ray: CPUs of a local Ray instance")
     run.add_argument("--executor", choices=EXECUTORS, default="local",
                      help="local: this machine's processes (default); ray: cells as Ray tasks (pip install "
-                          "'soter-bench[ray]'), on the cluster at --ray-address or $RAY_ADDRESS, else a local instance")
+                          "'soter-bench[ray]'), on the cluster at --ray-address or $RAY_ADDRESS, else a local instance; "
+                          "submitit: cells as Slurm jobs, submitit's local processes without Slurm "
+                          "('soter-bench[submitit]', docs/cluster.md)")
     run.add_argument("--ray-address", default=None, metavar="ADDRESS",
                      help="Ray cluster to join, e.g. auto or ray://HEAD:10001 (with --executor ray)")
     run.add_argument("--weights", nargs="+", default=[], metavar="MODEL=DIR",

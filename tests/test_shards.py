@@ -59,6 +59,7 @@ def _shards(folder: Path, tmp_path: Path, n: int = 3) -> list[Path]:
     return outs
 
 
+@pytest.mark.slow  # three processes at once plus a serial run: ~35 s on the shared 2-core machine
 def test_three_shards_at_once_merged_equal_a_serial_run(folder, tmp_path, capsys):
     assert main(_args(folder, tmp_path / "serial")) == 0
     shards = _shards(folder, tmp_path)
@@ -105,6 +106,21 @@ def test_three_shards_at_once_merged_equal_a_serial_run(folder, tmp_path, capsys
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: conflicting rows for key") and "rmse" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "conflict" / "records.csv").exists()
+
+
+def test_two_shard_sets_of_other_models_merge_into_the_serial_run(folder, tmp_path, capsys):
+    """GPU models' shards on GPU nodes, statistical ones on CPU nodes: two plans, merged into one store."""
+    assert main(_args(folder, tmp_path / "serial")) == 0
+    sets = [("a0", ("last-value", "drift"), "0/2"), ("a1", ("last-value", "drift"), "1/2"),
+            ("b0", ("seasonal-naive",), "0/1")]
+    for name, models, shard in sets:
+        assert main(_args(folder, tmp_path / name, "--shard", shard, models=models)) == 0
+    capsys.readouterr()
+    assert main(["merge", str(tmp_path / "m"), *(str(tmp_path / name) for name, _, _ in sets)]) == 0
+    assert _lines(tmp_path / "m") == _lines(tmp_path / "serial")
+    assert main(["merge", str(tmp_path / "p"), str(tmp_path / "a0"), str(tmp_path / "b0")]) == EXIT_PARTIAL
+    err = capsys.readouterr().err
+    assert err.count("partial:") == 1 and "1/2 not merged" in err  # the other plan is complete
 
 
 @pytest.mark.parametrize("shard", ["3/3", "0/0", "-1/3", "a/b", "1", "1/"])
@@ -190,3 +206,22 @@ def test_plan_of_a_shard_and_measured_costs(folder, tmp_path, capsys):
     plan = json.loads(capsys.readouterr().out)
     assert plan["total"]["cached"] == 0 and plan["total"]["to_run"] == 12
     assert all(r["source"] == "measured (records in --out)" for r in plan["rows"]) and plan["wall_seconds"] > 0
+
+
+@pytest.mark.slow  # one process per cell: ~40 s on the 2-core machine
+def test_submitit_local_executor_gives_the_records_of_a_serial_run(folder, tmp_path, monkeypatch):
+    """``--executor submitit`` without Slurm: submitit's local executor, one process per cell."""
+    pytest.importorskip("submitit", reason="the submitit extra is not installed: pip install 'soter-bench[submitit]'")
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    models = ("last-value", "drift")
+    assert main(_args(folder, tmp_path / "serial", models=models)) == 0
+    assert main(_args(folder, tmp_path / "sub", "--executor", "submitit", "--jobs", "2", models=models)) == 0
+    assert _lines(tmp_path / "sub") == _lines(tmp_path / "serial")
+    assert (tmp_path / "sub" / "submitit").is_dir()  # the jobs' pickles and logs
+
+
+def test_submitit_parameters_that_are_no_json_are_one_line(folder, tmp_path, capsys, monkeypatch):
+    pytest.importorskip("submitit")
+    monkeypatch.setenv("SOTER_BENCH_SUBMITIT", "{partition")
+    assert main(_args(folder, tmp_path / "o", "--executor", "submitit", models=("last-value",))) == 2
+    assert "SOTER_BENCH_SUBMITIT is no JSON object" in capsys.readouterr().err

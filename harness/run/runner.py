@@ -45,7 +45,7 @@ class RunConfig:
     options: Mapping[str, Any] = field(default_factory=dict)  # the task's options given, by name
     out: Path = DEFAULT_OUT
     jobs: int = 1  # local worker processes; with --executor ray: CPUs of the local Ray instance
-    executor: str = "local"  # --executor local | ray
+    executor: str = "local"  # --executor local | ray | submitit
     ray_address: str | None = None  # --ray-address; None: $RAY_ADDRESS, else a local Ray instance
     seeds: tuple[int, ...] | None = None  # forecasting/noise: (0,); imputation/classification: (0, 1, 2)
     rerun: bool = False  # recompute rows that are already finished
@@ -393,7 +393,8 @@ def lost_cell_row(cell: Cell, error: BaseException) -> dict[str, object]:
 def execute(config: RunConfig, log=print) -> RunSummary:
     single_thread_unless_set()  # a busy CPU: one thread per process (harness.run.threads); workers set their own
     # a cluster is joined before planning: --device auto asks it, not this machine, for GPUs
-    executor = make_executor(config.jobs, config.executor, config.ray_address, cell_resources)
+    executor = make_executor(config.jobs, config.executor, config.ray_address, cell_resources,
+                             Path(config.out) / "submitit")
     try:
         return _execute(config, executor, log)
     finally:

@@ -3,12 +3,13 @@
 A shard is a fixed part of the run's cells, the same on every node: the partition depends on the plan (the
 cells and their keys, from the same code and data everywhere) and on the committed calibration only
 (:mod:`harness.run.costs`), never on a node's own records, which differ between shards. Each shard writes its own
-``--out``; beside its records it keeps the plan's manifest (``plan-TASK.json``: which shard of how many, and every
+``--out``; beside its records it keeps the plan's manifest (``plan-TASK-DIGEST.json``: which shard of how many, and every
 key of the full plan), so that ``merge`` and ``table`` can tell a store that lacks cells from a complete one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import json
 import shutil
@@ -24,7 +25,7 @@ from harness.records.window_store import FOLDER as WINDOW_FOLDER
 from protocols.specs import SpecError
 
 TIMING = ("seconds", "finished_at")  # what two runs of the same cell may differ in; every other column must agree
-MANIFEST = "plan-{task}.json"
+MANIFEST = "plan-{task}-{digest}.json"  # one per plan: two shard sets (e.g. other --models) keep a manifest each
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -66,14 +67,18 @@ def shard_cells(cells: Sequence[tuple[object, dict]], shard: int, shards: int,
     return [(cell, fields) for cell, fields in cells if owner[str(fields["key"])] == shard]
 
 
-def manifest_path(out: Path, task: str) -> Path:
-    return Path(out) / MANIFEST.format(task=task)
+def plan_digest(planned: Sequence[str]) -> str:
+    return hashlib.sha256("\n".join(planned).encode()).hexdigest()[:12]
+
+
+def manifest_path(out: Path, task: str, planned: Sequence[str]) -> Path:
+    return Path(out) / MANIFEST.format(task=task, digest=plan_digest(planned))
 
 
 def write_manifest(out: Path, task: str, planned: Sequence[str], shards: int, shard: int | None = None,
                    merged: Iterable[int] = ()) -> None:
     """The full plan's keys, and which shard(s) of how many this store holds (atomically replaced)."""
-    path = manifest_path(out, task)
+    path = manifest_path(out, task, planned)
     path.parent.mkdir(parents=True, exist_ok=True)
     body = {"task": task, "shards": shards, "shard": shard, "merged": sorted(set(merged)),
             "cells": len(planned), "planned": list(planned)}
@@ -83,15 +88,17 @@ def write_manifest(out: Path, task: str, planned: Sequence[str], shards: int, sh
 
 
 def read_manifests(out: Path) -> list[dict]:
-    """Every plan manifest in ``out`` (one per task run there in shards), oldest format checks aside."""
+    """Every plan manifest in ``out`` (one per plan run there in shards)."""
     found = []
-    for path in sorted(Path(out).glob(MANIFEST.format(task="*"))):
+    for path in sorted(Path(out).glob(MANIFEST.format(task="*", digest="*"))):
         try:
             body = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             raise SpecError(f"{path}: unreadable plan manifest ({exc})") from None
         if not isinstance(body, dict) or not isinstance(body.get("planned"), list):
             raise SpecError(f"{path}: not a plan manifest (no 'planned' list)")
+        if body.get("task") is None or not isinstance(body.get("shards"), int):
+            raise SpecError(f"{path}: not a plan manifest (no task or shard count)")
         found.append(body)
     return found
 
@@ -144,18 +151,18 @@ def merge(out: Path, shard_dirs: Sequence[Path]) -> MergeReport:
             raise SpecError(f"{folder}: no records.csv (not a shard's --out, or the shard has not started)")
         manifests = read_manifests(folder)
         if not manifests:
-            raise SpecError(f"{folder}: no plan manifest (plan-TASK.json): not written by `run --shard K/N`")
+            raise SpecError(f"{folder}: no plan manifest (plan-TASK-*.json): not written by `run --shard K/N`")
         sources.append((folder, RecordStore(records, readonly=True), manifests))
-    plans: dict[str, dict] = {}
-    merged: dict[str, set[int]] = {}
+    plans: dict[tuple[str, str], dict] = {}  # (task, plan digest) -> manifest: shard sets of several plans merge
+    merged: dict[tuple[str, str], set[int]] = {}
     for folder, _, manifests in sources:
         for body in manifests:
-            task = body["task"]
-            first = plans.setdefault(task, body)
-            if body["shards"] != first["shards"] or body["planned"] != first["planned"]:
-                raise SpecError(f"{folder}: its {task} shards are of another plan than the other folders' (another "
-                                f"N, other flags or data); merge the shards of one command only")
-            merged.setdefault(task, set()).update(
+            plan = (body["task"], plan_digest(body["planned"]))
+            first = plans.setdefault(plan, body)
+            if body["shards"] != first["shards"]:
+                raise SpecError(f"{folder}: its {body['task']} plan was cut into {body['shards']} shards, another "
+                                f"folder's into {first['shards']}; merge the shards of one command only")
+            merged.setdefault(plan, set()).update(
                 [body["shard"]] if body.get("shard") is not None else body.get("merged", ()))
     rows: dict[str, tuple[dict[str, str], Path]] = {}
     target = RecordStore(out / "records.csv") if (out / "records.csv").exists() else None
@@ -180,8 +187,8 @@ def merge(out: Path, shard_dirs: Sequence[Path]) -> MergeReport:
         store.write(dict(row))
         report.written += 1
     _copy_sources([f for f, _, _ in sources], out)
-    for task, body in plans.items():
-        write_manifest(out, task, body["planned"], body["shards"], merged=merged[task])
+    for plan, body in plans.items():
+        write_manifest(out, body["task"], body["planned"], body["shards"], merged=merged[plan])
     store.refresh()
     report.partial = partial_lines(out, store.rows())
     return report
