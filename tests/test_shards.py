@@ -160,7 +160,7 @@ def test_plan_counts_the_run_and_its_cached_share(folder, tmp_path, capsys, monk
     calibration.write_text("model,weights,status,seconds_per_sample,seconds_per_sample_batched,load_seconds,setting,"
                            "channels,device\nlast-value,trained,ok,0.5,0.25,2.0,48/24,1,cpu\n"
                            "last-value,trained,ok,0.5,0.5,2.0,72/36,1,cpu\n")
-    monkeypatch.setattr(costs, "CALIBRATION", calibration)
+    monkeypatch.setattr(costs, "CALIBRATION", (calibration,))
     argv = _args(folder, tmp_path / "o", models=("last-value", "drift"))
     argv[0] = "plan"
     assert main([*argv, "--json"]) == 0

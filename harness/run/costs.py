@@ -21,8 +21,11 @@ from pathlib import Path
 from typing import Iterable
 
 REPO = Path(__file__).resolve().parents[2]
-# written by benchmarks/system_overhead.py (its default --out; harness.reporting.overhead.DEFAULT_FILE names it too)
-CALIBRATION = REPO / "results" / "benchmarks" / "system_overhead.csv"
+# written by benchmarks/system_overhead.py: at published sizes on random-walk inputs (its default --out;
+# harness.reporting.overhead.DEFAULT_FILE names it too), then with `--inputs cohort` on the windows a run feeds
+# the models (`--out .../cell_costs.csv`); a row of the second supersedes the first's for the same model and setting
+CALIBRATION: tuple[Path, ...] = (REPO / "results" / "benchmarks" / "system_overhead.csv",
+                                 REPO / "results" / "benchmarks" / "cell_costs.csv")
 
 
 @dataclass(frozen=True)
@@ -35,8 +38,10 @@ class Rate:
     setting: str  # the setting it was measured at, "C/H"
     device: str  # cpu | cuda
 
-    def describe(self) -> str:
-        return f"calibration ({self.weights} weights, {self.setting}, {self.device})"
+    def describe(self, setting: str) -> str:
+        """Where an estimate for a cell of ``setting`` came from (the setting measured, when it is another)."""
+        other = f", measured at {self.setting}" if self.setting != setting else ""
+        return f"calibration ({self.weights} weights, {self.device}{other})"
 
 
 def _number(text: str | None) -> float | None:
@@ -47,14 +52,18 @@ def _number(text: str | None) -> float | None:
     return value if value is not None and math.isfinite(value) and value >= 0 else None
 
 
-def read_calibration(path: Path | None = None) -> dict[tuple[str, str, str, str], Rate]:
+def read_calibration(paths: tuple[Path, ...] | None = None) -> dict[tuple[str, str, str, str], Rate]:
     """(model, weights, setting, device) -> :class:`Rate`, the last ok row of each (a rerun supersedes). Seconds per
-    sample: the batched figure where measured (a run forecasts its windows in batches), else batch 1. A missing
-    file is an empty calibration (``path`` None: :data:`CALIBRATION`): every estimate is then measured or unknown."""
+    sample: the batched figure where measured (a run forecasts its windows in batches), else batch 1. ``paths`` None:
+    :data:`CALIBRATION`, a later file's rows superseding an earlier one's; a missing file adds nothing."""
     rates: dict[tuple[str, str, str, str], Rate] = {}
-    path = CALIBRATION if path is None else path
-    if not Path(path).is_file():
-        return rates
+    for path in CALIBRATION if paths is None else paths:
+        if Path(path).is_file():
+            _read_rates(Path(path), rates)
+    return rates
+
+
+def _read_rates(path: Path, rates: dict[tuple[str, str, str, str], Rate]) -> None:
     with open(path, newline="") as handle:
         for row in csv.DictReader(handle):
             per = _number(row.get("seconds_per_sample_batched")) or _number(row.get("seconds_per_sample"))
@@ -65,7 +74,6 @@ def read_calibration(path: Path | None = None) -> dict[tuple[str, str, str, str]
             rates[(row["model"], row.get("weights", ""), row.get("setting", ""), device)] = Rate(
                 per / channels, _number(row.get("load_seconds")) or 0.0, row.get("weights", ""), row.get("setting", ""),
                 device)
-    return rates
 
 
 def rate_for(rates: dict[tuple[str, str, str, str], Rate], model: str, setting: str, device: str,
@@ -121,7 +129,7 @@ def cell_cost(model: str, setting: str, samples: int | None, rates: dict[tuple[s
     if rate is None or samples is None:
         why = "unknown: no calibration row" if rate is None else "unknown: the task cannot count its samples"
         return CellCost(None, gpu, why)
-    return CellCost(rate.seconds_per_sample * samples, gpu, rate.describe())
+    return CellCost(rate.seconds_per_sample * samples, gpu, rate.describe(setting))
 
 
 def load_seconds(model: str, rates: dict[tuple[str, str, str, str], Rate], device: str,

@@ -83,10 +83,13 @@ def estimate_plan(config: RunConfig, started: float | None = None) -> dict[str, 
 def _calibration_name() -> str:
     from harness.run.costs import CALIBRATION, REPO
 
-    try:
-        return str(CALIBRATION.relative_to(REPO))
-    except ValueError:
-        return str(CALIBRATION)
+    names = []
+    for path in CALIBRATION:
+        try:
+            names.append(str(Path(path).relative_to(REPO)))
+        except ValueError:
+            names.append(str(path))
+    return " + ".join(names)
 
 
 def duration(seconds: float | None) -> str:
