@@ -59,7 +59,6 @@ def _shards(folder: Path, tmp_path: Path, n: int = 3) -> list[Path]:
     return outs
 
 
-@pytest.mark.slow  # three processes at once plus a serial run: ~35 s on the shared 2-core machine
 def test_three_shards_at_once_merged_equal_a_serial_run(folder, tmp_path, capsys):
     assert main(_args(folder, tmp_path / "serial")) == 0
     shards = _shards(folder, tmp_path)
@@ -208,7 +207,6 @@ def test_plan_of_a_shard_and_measured_costs(folder, tmp_path, capsys):
     assert all(r["source"] == "measured (records in --out)" for r in plan["rows"]) and plan["wall_seconds"] > 0
 
 
-@pytest.mark.slow  # one process per cell: ~40 s on the 2-core machine
 def test_submitit_local_executor_gives_the_records_of_a_serial_run(folder, tmp_path, monkeypatch):
     """``--executor submitit`` without Slurm: submitit's local executor, one process per cell."""
     pytest.importorskip("submitit", reason="the submitit extra is not installed: pip install 'soter-bench[submitit]'")
