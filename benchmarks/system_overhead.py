@@ -79,8 +79,25 @@ def machine() -> str:
 
 # ------------------------------------------------------------------------------------------- the child
 
+def cohort_windows(context: int, horizon: int, channels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``--inputs cohort``: the embedded cohort's test windows of its first LOSO fold in this setting, MinMax-normalised
+    on the training subjects as a run normalises them (values [N, channels, context], context and target times):
+    what a model sees in a run, so that adaptive models (SOTER's ODE solver) take the steps they take there."""
+    from protocols.datasets import load_dataset
+    from protocols.forecasting import fold_windows
+    from protocols.specs import ForecastingSpec, Setting
+    from protocols.splits import loso_folds
+
+    dataset = load_dataset("synthetic-cohort")
+    setting = Setting(context, horizon)
+    arrays, _ = fold_windows(dataset, loso_folds(dataset)[0], setting, ForecastingSpec(settings=(setting,)))
+    if arrays.context.shape[1] < channels:
+        raise ValueError(f"--channels {channels}: the cohort has {arrays.context.shape[1]} channels")
+    return arrays.context[:, :channels], arrays.context_times, arrays.target_times
+
+
 def measure_one(name: str, weights_kind: str, context: int, horizon: int, channels: int, batch: int, repeats: int,
-                device: str) -> Iterator[dict]:
+                device: str, inputs: str = "random-walk") -> Iterator[dict]:
     """Load ``name`` (``weights_kind``: ``random`` = its published size with random weights, ``trained`` = the
     weights it finds here) and time its forecasts; runs inside the child process. Yields the row after the
     single-sample latency and again, completed, after the batch (the parent keeps the last it got)."""
@@ -112,8 +129,12 @@ def measure_one(name: str, weights_kind: str, context: int, horizon: int, channe
     model = spec.load(**options)
     load_seconds = time.perf_counter() - started
     rng = np.random.default_rng(0)
+    real = cohort_windows(context, horizon, channels) if inputs == "cohort" else None
 
     def sample(n: int) -> tuple[SeriesBatch, np.ndarray]:
+        if real is not None:  # the cohort's windows, repeated when a batch wants more than there are
+            pick = np.arange(n) % real[0].shape[0]
+            return SeriesBatch(values=real[0][pick], timestamps=real[1][pick]), real[2][pick]
         values = np.cumsum(rng.normal(size=(n, channels, context)), axis=2)
         times = np.tile(np.arange(context, dtype=np.float64) / 64.0, (n, 1))
         query = np.tile((context + np.arange(horizon, dtype=np.float64)) / 64.0, (n, 1))
@@ -179,8 +200,11 @@ def run_child(args: argparse.Namespace, name: str, kind: str) -> dict:
 
     cmd = [sys.executable, str(Path(__file__).resolve()), "--one", name, "--weights-kind", kind,
            "--setting", args.setting, "--channels", str(args.channels), "--batch", str(args.batch),
-           "--repeats", str(args.repeats), "--threads", str(args.threads), "--device", args.device]
-    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+           "--repeats", str(args.repeats), "--threads", str(args.threads), "--device", args.device,
+           "--inputs", args.inputs]
+    # numba's pool too (SOTER's routing kernel, statsforecast): OMP_NUM_THREADS does not reach it, and two numba threads
+    # on a busy machine stalled SOTER's forecasts 4x here (harness.run.threads, which a run applies, says why)
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "NUMBA_NUM_THREADS": str(args.threads)}
     for var, folder in STAGED.items():  # the upstream code, when the user named none
         staged = ROOT.parent / "shared" / "code" / folder
         if var not in env and staged.is_dir():
@@ -276,6 +300,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                         "random for the paper's models, trained for the others")
     p.add_argument("--setting", default="128/64", help="context/horizon of a sample (default: %(default)s)")
     p.add_argument("--channels", type=int, default=1)
+    p.add_argument("--inputs", choices=("random-walk", "cohort"), default="random-walk",
+                   help="random-walk series (default), or the embedded cohort's normalised test windows as a run feeds "
+                        "them (for `harness plan`'s calibration: results/benchmarks/cell_costs.csv)")
     p.add_argument("--batch", type=int, default=32, help="samples in the batched measurement")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
@@ -302,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
         try:
             for row in measure_one(args.one, args.weights_kind, context, horizon, args.channels, args.batch,
-                                   args.repeats, args.device):
+                                   args.repeats, args.device, args.inputs):
                 print(json.dumps(row, default=float), flush=True)
         except Exception as exc:  # reported as the model's row, the sweep goes on
             first = str(exc).splitlines()[0][:400] if str(exc) else ""

@@ -9,9 +9,10 @@ import signal
 import sys
 from pathlib import Path
 
-from harness import stress_cli
+from harness import shard_cli, stress_cli
 from harness.run.executor import EXECUTORS
 from harness.registry.tasks import all_options, all_tasks
+from harness.run.shards import parse_shard
 from harness.run.runner import (
     DEFAULT_OUT, RECORDS_FILE, RunConfig, default_models, execute, parse_model_option,
 )
@@ -61,7 +62,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="parallel worker processes (default: 1); with --executor ray: CPUs of a local Ray instance")
     run.add_argument("--executor", choices=EXECUTORS, default="local",
                      help="local: this machine's processes (default); ray: cells as Ray tasks (pip install "
-                          "'soter-bench[ray]'), on the cluster at --ray-address or $RAY_ADDRESS, else a local instance")
+                          "'soter-bench[ray]'), on the cluster at --ray-address or $RAY_ADDRESS, else a local instance; "
+                          "submitit: cells as Slurm jobs, submitit's local processes without Slurm "
+                          "('soter-bench[submitit]', docs/cluster.md)")
     run.add_argument("--ray-address", default=None, metavar="ADDRESS",
                      help="Ray cluster to join, e.g. auto or ray://HEAD:10001 (with --executor ray)")
     run.add_argument("--weights", nargs="+", default=[], metavar="MODEL=DIR",
@@ -81,8 +84,12 @@ def _parser() -> argparse.ArgumentParser:
                           "(repeatable; VALUE is a Python literal or a string; options are part of the record key)")
     run.add_argument("--rerun", action="store_true", help="recompute rows that are already finished")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    run.add_argument("--shard", default=None, metavar="K/N",
+                     help="compute part K of N (0 <= K < N) of the cells, balanced by their estimated cost, into "
+                          "this --out; `merge` joins the parts (docs/cluster.md)")
     _add_task_options(run.add_argument_group("task options (each names the tasks that read it; a flag the task "
                                               "does not read is an error)"))
+    shard_cli.add_parsers(sub, run)  # plan (run's own flags) and merge
 
     lst = sub.add_parser("list", help="list datasets, models and tasks")
     lst.add_argument("what", nargs="?", choices=("datasets", "models", "tasks", "all"), default="all")
@@ -173,6 +180,11 @@ def _dispatch(args: argparse.Namespace) -> int:
     try:
         if args.command == "run":
             return _run(args)
+        if args.command == "plan":
+            return shard_cli.run_plan(args, _config(args))
+        if args.command == "merge":
+            _output_folder(args.out, "OUT")
+            return shard_cli.run_merge(args, lambda frame, task, out: _publish(frame, task, out, None, None))
         if args.command == "list":
             if args.overlap is not None:
                 if args.what != "models":
@@ -273,17 +285,23 @@ def _parse_weights(items: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def _run(args: argparse.Namespace) -> int:
-    from harness.records.store import read_records  # pandas: imported on use, so that --help and list start fast
-
+def _config(args: argparse.Namespace) -> RunConfig:
+    """The RunConfig of `run`'s flags (`plan` takes the same)."""
     options = {o.name: o.read(getattr(args, o.name)) for o in all_options() if getattr(args, o.name) is not None}
-    config = RunConfig(
+    return RunConfig(
         task=args.task, datasets=tuple(args.dataset), models=tuple(args.models), options=options,
         out=args.out, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address, seeds=tuple(args.seeds) if args.seeds else None,
         rerun=args.rerun, weights=_parse_weights(args.weights) + _random_weights(args),
         trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
         data_root=args.data_root, device=args.device, model_options=tuple(parse_model_option(o) for o in args.model_option),
+        shard=parse_shard(args.shard) if args.shard is not None else None,
     )
+
+
+def _run(args: argparse.Namespace) -> int:
+    from harness.records.store import read_records  # pandas: imported on use, so that --help and list start fast
+
+    config = _config(args)
     _output_folder(config.out, "--out", create=False)
     _check_writable(Path(config.out), "--out")
     summary = execute(config, log=lambda m: print(m, file=sys.stderr))
@@ -397,7 +415,7 @@ def _table(args: argparse.Namespace) -> int:
         print(f"error: nothing was scored: none of the {len(rows)} {args.task} rows finished ok; the table's notes "
               "and the records' error column say why", file=sys.stderr)
         return EXIT_NOTHING_SCORED
-    return 0
+    return shard_cli.partial_table(out, args.task)  # shards: a plan with cells lacking rows is partial
 
 
 def _check_writable(folder: Path, flag: str) -> None:

@@ -80,3 +80,22 @@ def test_tables_read_one_row_per_cell_the_latest_of_any_weights(tmp_path):
     frame = read_records(path)
     assert len(frame) == 2 and frame.loc[frame.fold == "S01", "rmse"].item() == 0.3
     assert len(RecordStore(path).frame()) == 3  # every row stays in the file
+
+
+def test_compact_keeps_the_latest_row_of_each_key_and_the_same_frame(tmp_path):
+    """results/regenerate.sh compacts a committed folder after a rerun: superseded rows leave the file, the current
+    rows (and so every table) stay exactly as they were, and a store opened before sees the compacted file."""
+    path = tmp_path / "records.csv"
+    store, reader = RecordStore(path), RecordStore(path)
+    for fold, rmse in (("S01", 0.5), ("S02", 0.7), ("S01", 0.4), ("S03", 0.9), ("S02", 0.6)):
+        store.write(_row(fold=fold, rmse=rmse))
+    before = store.frame()
+    assert store.compact() == 2 and store.compact() == 0
+    lines = path.read_text().splitlines()
+    assert lines[0] == ",".join(COLUMNS) and len(lines) == 4
+    assert [line.split(",")[COLUMNS.index("fold")] for line in lines[1:]] == ["S01", "S02", "S03"]
+    assert RecordStore(path).frame().equals(before)
+    reader.refresh()
+    assert reader.frame().equals(before)
+    store.write(_row(fold="S04"))  # appends after the compacted rows
+    assert len(RecordStore(path).frame()) == 4

@@ -155,6 +155,10 @@ class RecordStore:
     def get(self, key: str) -> dict[str, str] | None:
         return self._rows.get(key)
 
+    def rows(self) -> dict[str, dict[str, str]]:
+        """Key -> the latest row of that key (as read: every value a string)."""
+        return dict(self._rows)
+
     def is_done(self, key: str) -> bool:
         row = self._rows.get(key)
         return row is not None and row["status"] == "ok"
@@ -191,6 +195,27 @@ class RecordStore:
             self._offset = os.fstat(fd).st_size
             self._lines += line.count(b"\n")
         self._rows[full["key"]] = full
+
+    def compact(self) -> int:
+        """Rewrite the file with the latest row of each key only (each where its key first appeared), dropping the
+        rows later ones superseded: what a committed results folder keeps after a rerun (results/regenerate.sh).
+        Written beside the file and moved over it under the lock; readers see the replaced file and read it again.
+        Returns the number of rows dropped."""
+        if self.readonly:
+            raise RecordStoreError(f"{self.path}: opened read-only")
+        with self._locked() as fd:
+            self._read_new(fd)
+            dropped = self._lines - 1 - len(self._rows)
+            if dropped <= 0:
+                return 0
+            text = _csv_line(self._names) + "".join(_csv_line([row.get(c, "") for c in self._names])
+                                                     for row in self._rows.values())
+            tmp = self.path.with_name(f".{self.path.name}.compact")
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, self.path)
+        self._rows, self._offset, self._lines = {}, 0, 0
+        self.refresh()
+        return dropped
 
     @contextmanager
     def _locked(self) -> Iterator[int]:

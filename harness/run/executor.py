@@ -128,13 +128,21 @@ class ProcessExecutor:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-EXECUTORS = ("local", "ray")
+EXECUTORS = ("local", "ray", "submitit")
 
 
 def make_executor(jobs: int, kind: str = "local", address: str | None = None,
-                  resources: Callable[[object], dict[str, float]] | None = None) -> Executor:
+                  resources: Callable[[object], dict[str, float]] | None = None,
+                  folder: str | os.PathLike | None = None) -> Executor:
     """``local``: in process (jobs 1) or ``jobs`` worker processes; ``ray``: Ray tasks on the cluster at
-    ``address`` (else a local Ray instance with ``jobs`` CPUs when jobs > 1, all cores otherwise)."""
+    ``address`` (else a local Ray instance with ``jobs`` CPUs when jobs > 1, all cores otherwise); ``submitit``:
+    Slurm jobs (submitit's local processes without Slurm), ``2 * jobs`` in flight, their files under ``folder``."""
+    if kind == "submitit":
+        from pathlib import Path
+
+        from harness.run.executor_submitit import SubmititExecutor
+
+        return SubmititExecutor(Path(folder or "submitit"), jobs, resources)
     if kind == "ray":
         from harness.run.executor_ray import RayExecutor
 

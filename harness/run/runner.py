@@ -45,7 +45,7 @@ class RunConfig:
     options: Mapping[str, Any] = field(default_factory=dict)  # the task's options given, by name
     out: Path = DEFAULT_OUT
     jobs: int = 1  # local worker processes; with --executor ray: CPUs of the local Ray instance
-    executor: str = "local"  # --executor local | ray
+    executor: str = "local"  # --executor local | ray | submitit
     ray_address: str | None = None  # --ray-address; None: $RAY_ADDRESS, else a local Ray instance
     seeds: tuple[int, ...] | None = None  # forecasting/noise: (0,); imputation/classification: (0, 1, 2)
     rerun: bool = False  # recompute rows that are already finished
@@ -55,6 +55,7 @@ class RunConfig:
     device: str = "auto"  # --device: auto (CUDA when available) | cpu | cuda | cuda:N
     progress: bool = True
     data_root: Path | None = None  # --data-root; else $SOTER_BENCH_DATA
+    shard: tuple[int, int] | None = None  # --shard K/N: this run computes part K of N (harness.run.shards)
 
     def __post_init__(self) -> None:
         get_task(self.task)  # unknown task: an error listing the known ones
@@ -66,6 +67,8 @@ class RunConfig:
             raise ValueError("--ray-address needs --executor ray")
         if self.seeds is not None and (not self.seeds or min(self.seeds) < 0):
             raise ValueError("--seeds must be non-negative integers")
+        if self.shard is not None and not 0 <= self.shard[0] < self.shard[1]:
+            raise ValueError(f"--shard expects K/N with 0 <= K < N, got {self.shard[0]}/{self.shard[1]}")
         self.specs(0)  # validate every task option now
 
     @property
@@ -313,9 +316,11 @@ def check_arguments(config: RunConfig) -> None:
     _check_model_options(config, model_names)
 
 
-def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple[Cell, dict[str, object]]], RunSummary]:
+def plan(config: RunConfig, cluster_gpus: int | None = None,
+         loaded: dict[str, Any] | None = None) -> tuple[list[tuple[Cell, dict[str, object]]], RunSummary]:
     """Resolve names (errors before any work starts) and list every cell with its key fields.
-    ``cluster_gpus``: the GPUs of the Ray cluster the cells will run on (None: this machine's)."""
+    ``cluster_gpus``: the GPUs of the Ray cluster the cells will run on (None: this machine's). ``loaded``, when
+    given, gets each dataset loaded, by the name its cells carry (cost estimates count its windows)."""
     task = config.task_object
     dataset_refs = config.datasets or default_datasets()
     model_names = config.models or default_models(config.task)
@@ -331,6 +336,8 @@ def plan(config: RunConfig, cluster_gpus: int | None = None) -> tuple[list[tuple
     for ref in dataset_refs:
         resolved = str(Path(ref).resolve()) if is_path_like(ref) else ref
         dataset = load_dataset(resolved, data_root=root)
+        if loaded is not None:
+            loaded[resolved] = dataset
         folds = task.folds(dataset)
         label = dataset.name
         summary.dataset_labels[resolved] = label
@@ -403,7 +410,8 @@ def execute(config: RunConfig, log=print) -> RunSummary:
     check_arguments(config)  # usage errors before the thread setup imports torch
     single_thread_unless_set()  # a busy CPU: one thread per process (harness.run.threads); workers set their own
     # a cluster is joined before planning: --device auto asks it, not this machine, for GPUs
-    executor = make_executor(config.jobs, config.executor, config.ray_address, cell_resources)
+    executor = make_executor(config.jobs, config.executor, config.ray_address, cell_resources,
+                             Path(config.out) / "submitit")
     try:
         return _execute(config, executor, log)
     finally:
@@ -411,7 +419,10 @@ def execute(config: RunConfig, log=print) -> RunSummary:
 
 
 def _execute(config: RunConfig, executor, log) -> RunSummary:
-    cells, summary = plan(config, getattr(executor, "cluster_gpus", None))
+    loaded: dict[str, Any] = {}
+    cells, summary = plan(config, getattr(executor, "cluster_gpus", None), loaded)
+    if config.shard is not None:
+        cells = _shard(config, cells, summary, loaded, log)
     if config.device == "auto":
         log("[device] auto: " + ("models that take a device run on CUDA" if summary.device != "cpu" else
                                  "no CUDA device " + ("in the Ray cluster" if config.executor == "ray" else "here")
@@ -425,12 +436,7 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
     codes = {model: identity["code"] for model, identity in summary.identities.items()}
 
     def current(cell: Cell, key: str) -> bool:
-        """A finished row of the current code (or of code not recorded: rows written before it was)."""
-        row = store.get(key)
-        if row is None or row["status"] != "ok":
-            return False
-        code = recorded_code(row["model_info"])
-        return code is None or code == codes.get(cell.model)
+        return row_is_current(store.get(key), codes.get(cell.model))
 
     for cell, fields in cells:
         key = str(fields["key"])
@@ -490,6 +496,27 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
         status = row["status"] if row else "missing"
         summary.status_counts[status] = summary.status_counts.get(status, 0) + 1
     return summary
+
+
+def _shard(config: RunConfig, cells: list[tuple[Cell, dict[str, object]]], summary: RunSummary,
+           loaded: dict[str, Any], log) -> list[tuple[Cell, dict[str, object]]]:
+    """``--shard K/N``: keep the shard's cells; the store's manifest names the shard and every key of the plan."""
+    from harness.run.shards import shard_cells, write_manifest
+
+    k, n = config.shard
+    write_manifest(config.out, config.task, [str(f["key"]) for _, f in cells], n, shard=k)
+    mine = shard_cells(cells, k, n, loaded)
+    log(f"[shard] {k}/{n}: {len(mine)} of the plan's {len(cells)} cells, balanced by their estimated cost")
+    summary.planned = len(mine)
+    return mine
+
+
+def row_is_current(row: Mapping[str, str] | None, code: str | None) -> bool:
+    """A finished row of the current code (or of code not recorded: rows written before it was): a run skips it."""
+    if row is None or row["status"] != "ok":
+        return False
+    recorded = recorded_code(row["model_info"])
+    return recorded is None or recorded == code
 
 
 def _write_result(store: RecordStore, row: dict[str, object]) -> None:
