@@ -35,5 +35,5 @@ def test_ci_installs_torch_as_the_readme_s_one_line_form():
     plain = next(line for line in _install_lines() if CPU_INDEX not in line)
     torch_step = re.search(r"pip install (torch==\S+)", plain).group(1)
     assert f"pip install -q {torch_step}" in ci
-    assert 'pip install -q -c constraints.txt -e ".[test,fracast,corpus,foundation,ray,supervised]"' in ci
-    assert 'pip install -c constraints.txt -e ".[test,fracast,corpus,foundation,ray,supervised]"' in plain
+    assert 'pip install -q -c constraints.txt -e ".[test,fracast,corpus,foundation,ray,supervised,submitit]"' in ci
+    assert 'pip install -c constraints.txt -e ".[test,fracast,corpus,foundation,ray,supervised,submitit]"' in plain
