@@ -54,7 +54,7 @@ def _shards(folder: Path, tmp_path: Path, n: int = 3) -> list[Path]:
                               cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for k, out in enumerate(outs)]
     for proc in procs:
-        out, err = proc.communicate(timeout=600)
+        out, err = proc.communicate()
         assert proc.returncode == 0, err
     return outs
 
