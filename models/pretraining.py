@@ -259,7 +259,7 @@ def checkpoint_entry(folder: Path) -> Entry:
     folder = Path(folder)
     training = json.loads((folder / "TRAINING.json").read_text())
     corpus_dir = training.get("train_config", {}).get("corpus", "")
-    cite = f"models/soter/checkpoints/{folder.name}/{MANIFEST} (generated; corpus {corpus_dir})"
+    cite = f"models/soter/checkpoints/{folder.name}/{MANIFEST} (generated from the training corpus folder '{corpus_dir}')"
     manifest = read_manifest(folder)
     checked = str(manifest.get("written", "undated manifest")) if manifest else "no manifest"
     if manifest is None:
