@@ -45,7 +45,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.records.store import RecordStore
+
 folder = Path(sys.argv[1])
+RecordStore(folder / "records.csv").compact()  # the rows this rerun superseded leave the committed file
 rows = pd.read_csv(folder / "records.csv", dtype=str)
 keep = set(rows.loc[rows["model"].str.startswith("soter"), "key"])
 for f in (folder / "window_errors").glob("*.npz"):
