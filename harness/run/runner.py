@@ -302,7 +302,7 @@ def check_arguments(config: RunConfig) -> None:
     model_names = tuple(config.models or default_models(config.task))
     check_models(config.task, model_names, config.task_object.model_free)  # every typo at once; unfit models
     root = resolve_data_root(config.data_root)
-    if config.data_root is not None and root is not None and not root.is_dir():
+    if config.data_root is not None and not root.is_dir():  # given, so resolved
         raise SpecError(f"--data-root {config.data_root}: no such folder")
     for ref in config.datasets or default_datasets():
         check_dataset(str(Path(ref).resolve()) if is_path_like(ref) else ref, data_root=root)
