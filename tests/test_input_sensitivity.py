@@ -118,3 +118,18 @@ def test_probe_notes_join_the_limitation_marks():
 def test_probe_input_on_a_task_without_settings_is_a_usage_error(capsys, tmp_path):
     assert main(["run", "classification", "--probe-input", "--out", str(tmp_path / "o")]) == 2
     assert "--probe-input probes forecasts" in capsys.readouterr().err
+
+
+def test_one_verdict_table_of_several_runs(tmp_path, capsys):
+    from harness.records.input_sensitivity import record_verdicts
+    from harness.reporting.input_sensitivity import main as table_main
+
+    common = {"model_id": "", "fold": "S00", "setting": "48/24", "rtol": 0.01, "n_windows": 4, "note": ""}
+    record_verdicts(tmp_path / "a", [{**common, "dataset": "d1", "model": "m", "verdict": RESPONDS, "flagged": False,
+                                      "ignored": [], "changes": {"level": 3.0, "reversed": 1.0, "other": 2.0}}])
+    record_verdicts(tmp_path / "b", [{**common, "dataset": "d2", "model": "m", "verdict": INDEPENDENT, "flagged": True,
+                                      "ignored": ["level", "reversed", "other"],
+                                      "changes": {"level": 0.0, "reversed": 0.0, "other": 0.0}}])
+    assert table_main([str(tmp_path / "a"), str(tmp_path / "b"), "--format", "markdown"]) == 0
+    assert "| m | responds 3 / 1 / 2 | INPUT-INDEPENDENT 0 / 0 / 0 |" in capsys.readouterr().out.splitlines()
+    assert table_main([str(tmp_path / "none")]) == 2

@@ -50,3 +50,27 @@ def verdict_table(verdicts: Sequence[Mapping[str, Any]], style: str = "markdown"
     out = [textwrap.fill(plain(caption), TEXT_WIDTH), *["  ".join(plain(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]]
     out.insert(2, "  ".join("-" * w for w in widths))
     return "\n".join(out + ([textwrap.fill(plain(footer), TEXT_WIDTH)] if footer else [])) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m harness.reporting.input_sensitivity OUT ...``: one verdict table of several runs' folders."""
+    import argparse
+    import sys
+
+    from harness.records.input_sensitivity import VERDICTS_FILE, read_verdicts
+
+    parser = argparse.ArgumentParser(prog="python -m harness.reporting.input_sensitivity", description=main.__doc__)
+    parser.add_argument("folders", nargs="+", metavar="OUT", help="--out folders of `run --probe-input`")
+    parser.add_argument("--format", choices=("text", "markdown"), default="text")
+    args = parser.parse_args(argv)
+    verdicts = [v for folder in args.folders for v in read_verdicts(folder)]
+    if not verdicts:
+        print(f"error: no {VERDICTS_FILE} with verdicts in {', '.join(args.folders)}: run with --probe-input first",
+              file=sys.stderr)
+        return 2
+    print(verdict_table(verdicts, args.format), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
