@@ -90,7 +90,7 @@ def choice(known: tuple) -> Callable[[str], Any]:
 
 # -- the options of the built-in tasks -----------------------------------------------------------------
 SETTINGS = Option("--settings", "context/horizon settings in samples (the paper's \"windows\") "
-                  f"(default: {_words((s.name for s in PAPER_SETTINGS), '{}')} for forecasting, 96/48 "
+                  f"(default: {_words((s.name for s in PAPER_SETTINGS), '{}')} for forecasting and calibration, 96/48 "
                   "for noise)", Setting.parse, many=True, metavar="C/H")
 MAX_WINDOWS_PER_SUBJECT = Option("--max-windows-per-subject", "windows (segments) drawn per subject (default: the "
                                  "task's, docs/protocols.md)", int, metavar="N")

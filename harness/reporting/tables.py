@@ -58,6 +58,7 @@ class Column:
     group: str  # e.g. the dataset
     label: str  # e.g. "RMSE"
     higher_is_better: bool = False
+    ranked: bool = True  # False: no best or second (a coverage is good near its nominal, neither high nor low)
 
 
 @dataclass(frozen=True)
@@ -430,7 +431,7 @@ def _ranks(table: Table) -> dict[tuple[str, Column], int]:
     the worst, not the second; of equal values none is the best)."""
     ranks: dict[tuple[str, Column], int] = {}
     apart = bool(table.supervised or table.scored)
-    for col in table.columns:
+    for col in (c for c in table.columns if c.ranked):
         for _, rows in table.groups() or [("", ())]:  # each group ranked alone: supervised and scored rows apart
             shown = {m: round(float(e.mean), 2) for (m, c), e in table.entries.items()
                      if c == col and e.status == "ok" and not e.marked and np.isfinite(e.mean)
