@@ -29,6 +29,9 @@ from protocols.splits import Fold
 SHIFT_KINDS: tuple[str, ...] = ("level", "scale", "both")
 DEFAULT_SHIFT_KINDS: tuple[str, ...] = ("level", "scale")
 SHIFT_SEVERITIES: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0)
+# windows per subject by default: half forecasting's 16, so that the default models and fracast finish the cohort's
+# seven conditions in minutes on two CPU cores (docs/stress-tests.md); --max-windows-per-subject 16 is forecasting's
+SHIFT_WINDOWS_PER_SUBJECT = 8
 NO_SHIFT = "shift=0"  # the condition of severity 0: the plain forecasting run, one cell for every kind
 
 
@@ -76,7 +79,7 @@ class ShiftSpec:
     kinds: tuple[str, ...] = DEFAULT_SHIFT_KINDS
     severities: tuple[float, ...] = SHIFT_SEVERITIES
     settings: tuple[Setting, ...] = (Setting(96, 48),)
-    sampling: SamplingSpec = field(default_factory=SamplingSpec)
+    sampling: SamplingSpec = field(default_factory=lambda: SamplingSpec(SHIFT_WINDOWS_PER_SUBJECT))
     batch_size: int = 64
 
     def __post_init__(self) -> None:

@@ -166,3 +166,15 @@ def test_default_models_are_forecastings():
 
     assert get_task("shift").default_models() == get_task("forecasting").default_models()
     assert dataclasses.is_dataclass(SPEC)
+
+
+def test_the_default_draws_8_windows_per_subject_and_a_given_count_is_kept():
+    from harness.registry.options import options_of
+    from harness.tasks import get_task
+
+    task = get_task("shift")
+    assert task.spec(options_of(task, {}), 0).sampling == SamplingSpec(max_windows_per_subject=8, seed=0)
+    assert task.spec(options_of(task, {"max_windows_per_subject": 16}), 1).sampling.max_windows_per_subject == 16
+    with pytest.raises(SpecError, match="--max-windows-per-subject"):
+        task.spec(options_of(task, {"max_windows_per_subject": 0}), 0)
+    assert ShiftSpec().fingerprint() == "shift;maxw=8;stride=None;seed=0"

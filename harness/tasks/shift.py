@@ -3,10 +3,12 @@ subjects' MinMax range by named amounts (``protocols.shift``); one table per con
 
 from __future__ import annotations
 
-from harness.registry.options import MAX_WINDOWS_PER_SUBJECT, SETTINGS, SHIFT_KINDS_OPTION, SHIFT_SEVERITIES_OPTION, given
+from harness.registry.options import (MAX_WINDOWS_PER_SUBJECT, SETTINGS, SHIFT_KINDS_OPTION, SHIFT_SEVERITIES_OPTION,
+                                      given)
 from harness.tasks.base import ErrorTask
-from harness.tasks.forecasting import sampling, setting_capable
-from protocols.shift import NO_SHIFT, ShiftSpec, evaluate_shift, parse_condition
+from harness.tasks.forecasting import setting_capable
+from protocols.shift import NO_SHIFT, SHIFT_WINDOWS_PER_SUBJECT, ShiftSpec, evaluate_shift, parse_condition
+from protocols.specs import SamplingSpec
 from protocols.splits import get_fold
 
 LABELS = {"level": "level shift (offset / the training subjects' range)",
@@ -30,8 +32,11 @@ class SubjectShift(ErrorTask):
     options = (SETTINGS, SHIFT_KINDS_OPTION, SHIFT_SEVERITIES_OPTION, MAX_WINDOWS_PER_SUBJECT)
 
     def spec(self, options, seed):
+        given_windows = options.max_windows_per_subject
+        windows = SHIFT_WINDOWS_PER_SUBJECT if given_windows is None else given_windows
         return ShiftSpec(**given(settings=options.settings, kinds=options.shift_kinds,
-                                 severities=options.shift_severities), sampling=sampling(options, seed))
+                                 severities=options.shift_severities),
+                         sampling=SamplingSpec(max_windows_per_subject=windows, seed=seed))
 
     def points(self, spec):
         return [(s, shift.condition, shift.severity) for s in spec.settings for shift in spec.shifts]
