@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 from protocols.specs import (ARTEFACT_KINDS, ARTEFACT_PLACEMENTS, BURST_DISTRIBUTIONS, LABEL_BUDGETS,
                              MAINS_FREQUENCIES, MASK_CHANNELS, MASK_KINDS, MISSING_RATES, NOISE_LEVELS, PAPER_SETTINGS,
                              PHYSIOLOGY_MEASURES, PHYSIOLOGY_SOURCES, ArtefactSpec, MaskSpec, PhysiologySpec, Setting, SpecError)
+from protocols.shift import DEFAULT_SHIFT_KINDS, SHIFT_KINDS, SHIFT_SEVERITIES
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def choice(known: tuple) -> Callable[[str], Any]:
 # -- the options of the built-in tasks -----------------------------------------------------------------
 SETTINGS = Option("--settings", "context/horizon settings in samples (the paper's \"windows\") "
                   f"(default: {_words((s.name for s in PAPER_SETTINGS), '{}')} for forecasting and calibration, 96/48 "
-                  "for noise)", Setting.parse, many=True, metavar="C/H")
+                  "for noise and shift)", Setting.parse, many=True, metavar="C/H")
 MAX_WINDOWS_PER_SUBJECT = Option("--max-windows-per-subject", "windows (segments) drawn per subject (default: the "
                                  "task's, docs/protocols.md)", int, metavar="N")
 SEGMENT_LENGTH = Option("--segment-length", "segment length in samples (default: 96 for imputation, 128 for "
@@ -142,6 +143,13 @@ PHYSIO_MEASURES = Option("--physio-measures", "heart rate from ECG, PPG; breathi
                          f"{', '.join(PHYSIOLOGY_MEASURES)}; default: {' '.join(PhysiologySpec.measures)})",
                          choice(PHYSIOLOGY_MEASURES), many=True, metavar="MEASURE")
 PHYSIOLOGY_OPTIONS = (PHYSIO_CONTEXT, PHYSIO_HORIZON, PHYSIO_SEGMENT, PHYSIO_SOURCES, PHYSIO_MEASURES)
+# subject shift (issue #48): the test subject's level and amplitude moved outside the training subjects' range
+SHIFT_KINDS_OPTION = Option("--shift-kinds", f"how the test subject is shifted (of {', '.join(SHIFT_KINDS)}; default: "
+                            f"{' '.join(DEFAULT_SHIFT_KINDS)}; docs/protocols.md, Subject shift)", choice(SHIFT_KINDS),
+                            many=True, metavar="KIND")
+SHIFT_SEVERITIES_OPTION = Option("--shift-severities", "shift severities: level s offsets by s training ranges, scale s "
+                                 f"multiplies the amplitude by 1 + s (default: {_words(SHIFT_SEVERITIES)}; 0: the "
+                                 "plain forecasting run)", float, many=True, metavar="S")
 
 
 def mask_of(options: Any) -> MaskSpec:
