@@ -56,10 +56,10 @@ def test_run_help_offers_each_flag_once_naming_the_tasks_that_read_it(capsys):
         main(["run", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert text.count("--settings C/H") == 2  # the usage line and the option's entry
-    assert "--settings C/H [C/H ...] forecasting, noise: context/horizon settings" in text
+    assert "--settings C/H [C/H ...] forecasting, noise, irregular: context/horizon settings" in text
     assert "--windows" not in text  # the flag's name before issue #17, removed in #28: one name per flag
     assert "imputation, classification: segment length in samples" in text
-    assert [o.flag for o, tasks in all_options().items() if len(tasks) == 5] == ["--max-windows-per-subject"]
+    assert [o.flag for o, tasks in all_options().items() if len(tasks) == 6] == ["--max-windows-per-subject"]
 
 
 class _Toy(Task):
@@ -86,7 +86,7 @@ def cleanup():
 
 def test_a_flag_has_one_meaning_across_tasks(cleanup):
     register_task(_Toy())
-    assert all_options()[SETTINGS] == ("forecasting", "noise", "toy-options")
+    assert all_options()[SETTINGS] == ("forecasting", "noise", "irregular", "toy-options")
     with pytest.raises(DuplicateNameError, match="option --settings of task 'toy-clashing' differs from the option "
                                                  "--settings of task 'forecasting'"):
         register_task(_Clashing())

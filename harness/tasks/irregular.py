@@ -14,9 +14,9 @@ from protocols.irregular import (PATTERNS, REGULAR, RESAMPLED, SEVERITIES, TRUE_
                                  evaluate_irregular)
 from protocols.splits import get_fold
 
-PATTERNS_OPTION = Option("--patterns", f"irregular: how the windows are sampled (any of {', '.join(PATTERNS)}; "
+PATTERNS_OPTION = Option("--patterns", f"how the windows are sampled (any of {', '.join(PATTERNS)}; "
                          "default: all)", choice(PATTERNS), many=True, metavar="PATTERN")
-SEVERITIES_OPTION = Option("--severities", "irregular: severities in [0, 1) (default: "
+SEVERITIES_OPTION = Option("--severities", "severities in [0, 1) (default: "
                            f"{' '.join(f'{s:g}' for s in SEVERITIES)}; 0 is the regular window; docs/protocols.md)",
                            float, many=True, metavar="S")
 
