@@ -167,3 +167,9 @@ def test_the_task_runs_and_its_tables_name_each_rows_input_path(tmp_path):
     zero = rows[(rows["model"] == "last-value") & (rows["condition"] == "regular")].sort_values("fold")
     ref = fc[fc["model"] == "last-value"].sort_values("fold")
     assert list(zero["sse"].astype(float)) == list(ref["sse"].astype(float))
+
+
+def test_plan_counts_an_irregular_cells_windows_as_forecasting_does():
+    from harness.run.costs import WINDOW_TASKS  # the plan's cost estimate: windows x channels of the setting
+
+    assert {"forecasting", "irregular"} <= WINDOW_TASKS
