@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/irregular_summary.py [rmse|mae]
 
-Reads ``results/runs/irr-{cohort,mitbih,bidmc}/records.csv`` (the runs listed in that doc), pools the folds with
+Reads ``results/runs/irr-{cohort,mitbih,bidmc,default}/records.csv`` (the runs listed in that doc), pools the folds with
 the harness's own ``harness.reporting.tables.pooled``, and prints per dataset one table: a row per model (with its
 input path), a column per pattern and severity (x100, normalised). It also checks the ``regular`` rows against the
 committed forecasting rows of the same windows (``results/<folder>/records.csv``, 96/48): their error sums must be
@@ -19,7 +19,8 @@ from harness.records.store import read_records
 from harness.reporting.tables import SCALE, pooled
 
 RUNS = Path("results/runs")
-DATASETS = (("cohort", "cohort", "cohort"), ("mitbih", "MIT-BIH 100", "mitbih-100"), ("bidmc", "bidmc", None))
+DATASETS = (("cohort", "cohort", "cohort"), ("mitbih", "MIT-BIH 100", "mitbih-100"), ("bidmc", "bidmc", None),
+            ("default", "cohort, the default run (`run irregular`: 16 windows, no fracast)", "cohort"))
 
 
 def regular_check(frame, committed: Path | None) -> str:
