@@ -8,8 +8,10 @@ Checks: shape and finiteness, no dependence on other rows of the batch (batch-si
 invariance), no state carried between calls (having seen a longer series, the model forecasts
 its truncation as a fresh model does), per-channel independence for per-channel models,
 determinism under a seed, a clear error for a too-short context, the default causal
-imputation path, and the leakage probes of ``protocols.leakage`` (changing the future never
-changes a forecast or an imputation) at the model's declared batch-invariance tolerance.
+imputation path, the leakage probes of ``protocols.leakage`` (changing the future never
+changes a forecast or an imputation) at the model's declared batch-invariance tolerance, and the input-sensitivity
+probe of ``protocols.sensitivity`` (changing the context does change the forecast: no constant or input-independent
+output).
 """
 
 from __future__ import annotations
@@ -130,6 +132,7 @@ def check_forecast_contract(spec: ModelSpec, t: int = 48, h: int = 24, b: int = 
         if not model.capabilities.impute:
             np.testing.assert_allclose(imputed, out[:, :, 0], atol=atol)
         _probe_leakage(model, t, h)
+    _probe_input(model, toy, t, h)
 
     # a context shorter than the model accepts is a clear error, not garbage
     short = model.capabilities.min_context - 1
@@ -174,6 +177,17 @@ def _probe_leakage(model, t: int, h: int) -> None:
     length = max(t, model.capabilities.min_context + 4)
     probe_imputation(model, ds, fold, ImputationSpec(length=length, warmup=length - 4, points_per_segment=2,
                                                      max_windows_per_subject=2), 0.5, seed=0, n_queries=2)
+
+
+def _probe_input(model, dataset, t: int, h: int) -> None:
+    """The input-sensitivity probe on the toy dataset's first fold: the forecasts follow the context."""
+    from protocols.sensitivity import check_input_sensitivity, probe_input
+    from protocols.specs import ForecastingSpec, SamplingSpec, Setting
+    from protocols.splits import loso_folds
+
+    setting = Setting(t, h)
+    spec = ForecastingSpec(settings=(setting,), sampling=SamplingSpec(max_windows_per_subject=4, stride=h))
+    check_input_sensitivity(probe_input(model, dataset, loso_folds(dataset)[0], setting, spec, fit=False))
 
 
 def check_embed_contract(spec: ModelSpec, t: int = 64, b: int = 4, c: int = 3, rtol: float = 1e-5,

@@ -84,6 +84,10 @@ def _parser() -> argparse.ArgumentParser:
                           "(repeatable; VALUE is a Python literal or a string; options are part of the record key)")
     run.add_argument("--rerun", action="store_true", help="recompute rows that are already finished")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    run.add_argument("--probe-input", action="store_true",
+                     help="also run the input-sensitivity probe once per model and dataset (forecasting, noise): "
+                          "its verdicts go to OUT/input_sensitivity.json and the tables mark a model whose forecasts "
+                          "did not change with its input (docs/protocols.md)")
     run.add_argument("--shard", default=None, metavar="K/N",
                      help="compute part K of N (0 <= K < N) of the cells, balanced by their estimated cost, into "
                           "this --out; `merge` joins the parts (docs/cluster.md)")
@@ -295,6 +299,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
         data_root=args.data_root, device=args.device, model_options=tuple(parse_model_option(o) for o in args.model_option),
         shard=parse_shard(args.shard) if args.shard is not None else None,
+        probe_input=getattr(args, "probe_input", False),
     )
 
 
@@ -362,19 +367,27 @@ def _publish(frame, task: str, out: Path, models: list[str] | None, datasets: li
              style: str = "text") -> None:
     """Print the task's tables and write them (txt, md, tex) and its figures under ``out``."""
     from harness.reporting.figures import task_figures
+    from harness.records.input_sensitivity import read_verdicts
     from harness.reporting.pretraining_marks import marked_task_tables, read_declared_sources
     from harness.reporting.tables import render
 
     folder = out / "tables"
     folder.mkdir(parents=True, exist_ok=True)
     model_notes: dict[str, None] = {}  # printed once per run, after every table (each file keeps its own)
-    for stem, table in marked_task_tables(frame, task, models, datasets, read_declared_sources(out)):
+    verdicts = read_verdicts(out)
+    for stem, table in marked_task_tables(frame, task, models, datasets, read_declared_sources(out), verdicts):
         print(render(table, style, with_model_notes=False))
         model_notes.update(dict.fromkeys(table.model_notes))
         for fmt, ext in (("text", "txt"), ("markdown", "md"), ("latex", "tex")):
             (folder / f"{stem}.{ext}").write_text(render(table, fmt))
     for note in model_notes:
         print(f"note: {note}")
+    if verdicts:  # run --probe-input: the probe's verdicts (harness.reporting.input_sensitivity)
+        from harness.reporting.input_sensitivity import verdict_table
+
+        print(verdict_table(verdicts, "markdown" if style == "markdown" else "text"))
+        for fmt, ext in (("text", "txt"), ("markdown", "md")):
+            (folder / f"input_sensitivity.{ext}").write_text(verdict_table(verdicts, fmt))
     for path in task_figures(frame, task, out / "figures"):
         if path.suffix == ".png":
             print(f"figure: {path}")

@@ -143,3 +143,32 @@ class RefusedLoad(Model):
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
         raise AssertionError("never loaded")
+
+
+@register_model(description="test only: ignores its input (input-sensitivity probe)", default=False)
+class ConstantForecast(Model):
+    """The same value whatever the context (test only: the input-sensitivity probe flags it)."""
+
+    name = "test-constant"
+    capabilities = Capabilities(multivariate=False)
+
+    def __init__(self, seed: int = 0) -> None:
+        pass
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        return np.full((*batch.values.shape[:2], query_times.shape[1]), 0.5)
+
+
+@register_model(description="test only: input-independent but not constant (input-sensitivity probe)", default=False)
+class FixedSinusoid(Model):
+    """A sinusoid of the query times, never of the context (test only: the input-sensitivity probe flags it)."""
+
+    name = "test-sinusoid"
+    capabilities = Capabilities(multivariate=False)
+
+    def __init__(self, seed: int = 0) -> None:
+        pass
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        wave = 0.5 + 0.4 * np.sin(2 * np.pi * 0.3 * query_times)[:, None, :]
+        return np.broadcast_to(wave, (*batch.values.shape[:2], query_times.shape[1])).copy()

@@ -111,10 +111,15 @@ def mark_table(table, frame: pd.DataFrame, task: str, stem: str = "",
 
 def marked_task_tables(frame: pd.DataFrame, task: str, models: list[str] | None = None,
                        datasets: list[str] | None = None,
-                       declared: Mapping[str, tuple[str, ...]] | None = None) -> list[tuple[str, object]]:
-    """The task's tables (``harness.reporting.tables.task_tables``), each cell marked with its model's overlap:
-    what `run`, `table` and `report` write."""
-    return [(stem, mark_table(table, frame, task, stem, declared))
+                       declared: Mapping[str, tuple[str, ...]] | None = None,
+                       verdicts: list | None = None) -> list[tuple[str, object]]:
+    """The task's tables (``harness.reporting.tables.task_tables``), each cell marked with its model's overlap, and
+    each row the input-sensitivity probe flagged (``verdicts``, ``harness.records.input_sensitivity``) with its
+    note: what `run`, `table` and `report` write."""
+    from harness.reporting.limitations import with_probe_marks
+
+    rows = frame[frame["task"] == task] if "task" in frame else frame
+    return [(stem, with_probe_marks(mark_table(table, frame, task, stem, declared), rows, verdicts or ()))
             for stem, table in task_tables(frame, task, models, datasets)]
 
 

@@ -216,7 +216,9 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
     out.mkdir(parents=True, exist_ok=True)
     from harness.reporting.pretraining_marks import read_declared_sources, registry_markdown
 
-    produced = _task_tables(frame, out, read_declared_sources(records_file.parent))
+    from harness.records.input_sensitivity import read_verdicts
+
+    produced = _task_tables(frame, out, read_declared_sources(records_file.parent), read_verdicts(records_file.parent))
     made, missing = _task_figures(frame, out)
     produced += made
     made, not_found = _copied_figures(results.parent if results.is_file() else results, out)
@@ -278,15 +280,15 @@ def _tasks(frame: pd.DataFrame) -> list[str]:
     return [t for t in all_tasks() if (frame["task"] == t).any()]
 
 
-def _task_tables(frame: pd.DataFrame, out: Path, declared: dict | None = None) -> list[str]:
+def _task_tables(frame: pd.DataFrame, out: Path, declared: dict | None = None, verdicts: list | None = None) -> list[str]:
     """This run's tables (Markdown and LaTeX), one line per task; ``declared``: the source databases
-    user datasets declare (pre-training overlap marks)."""
+    user datasets declare (pre-training overlap marks); ``verdicts``: the input-sensitivity probe's."""
     from harness.reporting.pretraining_marks import marked_task_tables
 
     lines = []
     for task in _tasks(frame):
         stems = []
-        for stem, table in marked_task_tables(frame, task, declared=declared):
+        for stem, table in marked_task_tables(frame, task, declared=declared, verdicts=verdicts):
             for style, ext in (("markdown", "md"), ("latex", "tex")):
                 path = out / "tables" / f"{stem}.{ext}"
                 path.parent.mkdir(parents=True, exist_ok=True)

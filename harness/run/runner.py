@@ -56,6 +56,7 @@ class RunConfig:
     progress: bool = True
     data_root: Path | None = None  # --data-root; else $SOTER_BENCH_DATA
     shard: tuple[int, int] | None = None  # --shard K/N: this run computes part K of N (harness.run.shards)
+    probe_input: bool = False  # --probe-input: the input-sensitivity probe per (model, dataset) (harness.run.input_probe)
 
     def __post_init__(self) -> None:
         get_task(self.task)  # unknown task: an error listing the known ones
@@ -314,6 +315,13 @@ def check_arguments(config: RunConfig) -> None:
         get_spec(name)
         _check_declares(name, "trust_remote_code", f"--trust-remote-code {name}")
     _check_model_options(config, model_names)
+    if config.probe_input:
+        from harness.run.input_probe import check_probe_task
+
+        check_probe_task(config.task, config.specs(0))
+        if config.shard is not None:
+            raise SpecError("--probe-input runs in the process that plans the run: not with --shard (probe once, "
+                            "without --shard, into the merged folder)")
 
 
 def plan(config: RunConfig, cluster_gpus: int | None = None,
@@ -491,6 +499,11 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
             bar.finished(cell.model, float(seconds) if isinstance(seconds, (int, float)) else None)
     finally:
         bar.close()
+    if config.probe_input:
+        from harness.run.input_probe import probe_run
+
+        path = probe_run(config, summary, loaded, lambda model: _model_options(config, model, summary.device), log)
+        log(f"[probe-input] verdicts: {path}")
     for key in summary.keys:
         row = store.get(key)
         status = row["status"] if row else "missing"
