@@ -56,7 +56,7 @@ def test_run_help_offers_each_flag_once_naming_the_tasks_that_read_it(capsys):
         main(["run", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert text.count("--settings C/H") == 2  # the usage line and the option's entry
-    assert "--settings C/H [C/H ...] forecasting, noise, calibration, shift: context/horizon settings" in text
+    assert "--settings C/H [C/H ...] forecasting, noise, calibration, shift, irregular: context/horizon settings" in text
     assert "--windows" not in text  # the flag's name before issue #17, removed in #28: one name per flag
     assert "imputation, classification: segment length in samples" in text
     builtin = [t for t in all_tasks().values() if type(t).__module__.startswith("harness.tasks.")]
@@ -87,7 +87,7 @@ def cleanup():
 
 def test_a_flag_has_one_meaning_across_tasks(cleanup):
     register_task(_Toy())
-    assert all_options()[SETTINGS] == ("forecasting", "noise", "calibration", "shift", "toy-options")
+    assert all_options()[SETTINGS] == ("forecasting", "noise", "calibration", "shift", "irregular", "toy-options")
     with pytest.raises(DuplicateNameError, match="option --settings of task 'toy-clashing' differs from the option "
                                                  "--settings of task 'forecasting'"):
         register_task(_Clashing())

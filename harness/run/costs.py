@@ -142,7 +142,7 @@ def load_seconds(model: str, rates: dict[tuple[str, str, str, str], Rate], devic
 # the tasks whose cells forecast the selected windows of their setting: a cell's samples are its windows x channels.
 # Kept here, not as a hook on the tasks: a task's module is part of the code digest of its rows
 # (harness.records.code_identity), and how a sweep is planned must not mark finished rows stale.
-WINDOW_TASKS = frozenset({"forecasting", "noise", "calibration", "shift"})
+WINDOW_TASKS = frozenset({"forecasting", "noise", "calibration", "shift", "irregular"})
 
 
 def window_samples(cell, dataset) -> int:
