@@ -209,7 +209,8 @@ class _Gluonts(SupervisedModel):
         return {"name": self.name, "trained_on": "fold's training subjects", "gluonts": self._version,
                 "estimator": _estimator_class(self.architecture).__name__, "point": "median",
                 "budget": asdict(self.budget), "architecture": {k: v for k, v in ARCHITECTURES[self.architecture].items()
-                                                                  if k != "freq"}, **self._tuned_info()}
+                                                                  if k != "freq"},
+                **self._tuned_info(), **({"budget": "tuned (tuning.budget)"} if self.training == "tuned" else {})}
 
 
 def _note(name: str, what: str) -> str:
