@@ -213,11 +213,15 @@ class _Gluonts(SupervisedModel):
                 **self._tuned_info(), **({"budget": "tuned (tuning.budget)"} if self.training == "tuned" else {})}
 
 
+TUNED_NOTE = ("rows of --supervised-training tuned: validation subjects, early stopping, look-back x learning-rate "
+              "grid, their model_info says the choice")
+
+
 def _note(name: str, what: str) -> str:
     b = TrainingBudget()
     return (f"{name}: gluonts {what}, trained in every cell on the fold's training subjects (default budget "
             f"{b.epochs} epochs x {b.batches_per_epoch} batches of {b.batch_size} windows, seeded; point = median; "
-            "docs/supervised.md)")
+            f"{TUNED_NOTE}; docs/supervised.md)")
 
 
 _SPEC = dict(family=SUPERVISED, default=False, tasks=SUPERVISED_TASKS, requires=("gluonts", "lightning"),

@@ -124,7 +124,8 @@ class SupervisedModel(Model):
                             "fitted per fold on the training subjects' windows: the cheapest supervised reference",
                 family=SUPERVISED, default=False, tasks=SUPERVISED_TASKS,
                 note="ridge: trained in every cell on the fold's training subjects (scikit-learn Ridge, alpha 1, "
-                     "at most 20,000 windows; docs/supervised.md)")
+                     "at most 20,000 windows; rows of --supervised-training tuned: look-back x alpha chosen on validation "
+                     "subjects, their model_info says the choice; docs/supervised.md)")
 class Ridge(SupervisedModel):
     """scikit-learn ``Ridge`` on the last ``context`` values -> the next ``horizon`` values, from at most
     ``max_windows`` gap-free training windows (evenly spaced, stride 1 before thinning); ``alpha`` its penalty."""
