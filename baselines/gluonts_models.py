@@ -17,10 +17,12 @@ import logging
 import tempfile
 import warnings
 from dataclasses import asdict, dataclass
+from typing import Literal
 
 import numpy as np
 
 from baselines.supervised import SUPERVISED_TASKS, SupervisedModel
+from baselines.supervised_tuning import fit_chunks
 from models.registry import SUPERVISED, register_model
 from protocols.interface import Capabilities, SeriesBatch, TrainingSeries
 
@@ -115,24 +117,57 @@ class _Gluonts(SupervisedModel):
 
     def __init__(self, seed: int = 0, epochs: int = TrainingBudget.epochs,
                  batches_per_epoch: int = TrainingBudget.batches_per_epoch,
-                 batch_size: int = TrainingBudget.batch_size) -> None:
+                 batch_size: int = TrainingBudget.batch_size, training: Literal["fixed", "tuned"] = "fixed") -> None:
         """``epochs``, ``batches_per_epoch``, ``batch_size``: the training budget of each cell (options, so
-        part of the record key: ``--model-option dlinear.epochs=20``)."""
+        part of the record key: ``--model-option dlinear.epochs=20``); ``training="tuned"``: validation subjects,
+        early stopping and a grid over look-back and learning rate instead (the budget is then
+        :class:`baselines.supervised_tuning.TuningBudget`'s; docs/supervised.md)."""
         import gluonts  # the extra is missing: an ImportError (the registry reports it before this)
 
-        super().__init__(seed)
+        super().__init__(seed, training)
         self.budget = TrainingBudget(epochs, batches_per_epoch, batch_size)
         self._version = gluonts.__version__
 
-    def _estimator(self, context: int, horizon: int, root: str):
+    def _estimator(self, context: int, horizon: int, root: str, lr: float | None = None, epochs: int | None = None,
+                   batches_per_epoch: int | None = None, batch_size: int | None = None, callbacks: list | None = None):
+        """The estimator of a cell: the fixed budget, or (tuned mode) a candidate's look-back, rate and budget."""
         kwargs = dict(ARCHITECTURES[self.architecture])
+        if lr is not None:
+            kwargs["lr"] = lr
         context_length = context - len(DEEPAR_LAGS) if self.architecture == "deepar" else context
-        trainer = {"max_epochs": self.budget.epochs, "accelerator": "cpu", "devices": 1, "logger": False,
-                   "enable_progress_bar": False, "enable_model_summary": False, "default_root_dir": root,
-                   "deterministic": True}
+        trainer = {"max_epochs": self.budget.epochs if epochs is None else epochs, "accelerator": "cpu",
+                   "devices": 1, "logger": False, "enable_progress_bar": False, "enable_model_summary": False,
+                   "default_root_dir": root, "deterministic": True}
+        if callbacks:
+            trainer["callbacks"] = callbacks
         return _estimator_class(self.architecture)(
-            prediction_length=horizon, context_length=context_length, batch_size=self.budget.batch_size,
-            num_batches_per_epoch=self.budget.batches_per_epoch, trainer_kwargs=trainer, **kwargs)
+            prediction_length=horizon, context_length=context_length,
+            batch_size=self.budget.batch_size if batch_size is None else batch_size,
+            num_batches_per_epoch=self.budget.batches_per_epoch if batches_per_epoch is None else batches_per_epoch,
+            trainer_kwargs=trainer, **kwargs)
+
+    def _candidate(self, fit: list[np.ndarray], validation: np.ndarray, series: TrainingSeries, lookback: int,
+                   rate: float, seed: int) -> tuple[object, float, int]:
+        """One tuned candidate: trained on the fit series with validation loss early stopping (patience), its
+        best epoch's weights kept (gluonts' checkpoint monitors ``val_loss`` once validation data is given)."""
+        import lightning.pytorch as pl
+        from lightning.pytorch.callbacks import EarlyStopping
+
+        b = self.tuning
+        pieces = fit_chunks(fit, lookback + series.horizon, b.chunk)
+        data = [s for s in pieces if np.isfinite(s).sum() >= lookback + series.horizon]
+        if not data:
+            raise ValueError(f"no fitting series has {lookback + series.horizon} observed samples")
+        with _interrupts_kept(), _quiet(), tempfile.TemporaryDirectory(prefix="soter-bench-gluonts-") as root:
+            pl.seed_everything(seed, verbose=False)
+            stop = EarlyStopping(monitor="val_loss", mode="min", patience=b.patience)
+            estimator = self._estimator(lookback, series.horizon, root, lr=rate, epochs=b.max_epochs,
+                                        batches_per_epoch=b.batches_per_epoch, batch_size=b.batch_size,
+                                        callbacks=[stop])
+            out = estimator.train_model(_dataset(data), validation_data=_dataset(list(validation)))
+            score = out.trainer.checkpoint_callback.best_model_score
+        loss = float(score) if score is not None else float("nan")
+        return out.predictor, loss, int(out.trainer.current_epoch)
 
     def _train(self, series: TrainingSeries, seed: int) -> object:
         import lightning.pytorch as pl
@@ -152,6 +187,8 @@ class _Gluonts(SupervisedModel):
                             levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
         contexts = self._contexts(batch)
         predictor = self._trained(contexts.shape[1], query_times.shape[1])
+        if self.training == "tuned":  # (predictor, look-back): gluonts reads the last look-back samples itself
+            predictor = predictor[0]
         with _quiet():
             if self.sampled:  # one seeded draw per row: a row's forecast does not depend on its batch
                 forecasts = [f for row in contexts for f in self._predict(predictor, [row])]
@@ -172,14 +209,19 @@ class _Gluonts(SupervisedModel):
         return {"name": self.name, "trained_on": "fold's training subjects", "gluonts": self._version,
                 "estimator": _estimator_class(self.architecture).__name__, "point": "median",
                 "budget": asdict(self.budget), "architecture": {k: v for k, v in ARCHITECTURES[self.architecture].items()
-                                                                  if k != "freq"}}
+                                                                  if k != "freq"},
+                **self._tuned_info(), **({"budget": "tuned (tuning.budget)"} if self.training == "tuned" else {})}
+
+
+TUNED_NOTE = ("rows of --supervised-training tuned: validation subjects, early stopping, look-back x learning-rate "
+              "grid, their model_info says the choice")
 
 
 def _note(name: str, what: str) -> str:
     b = TrainingBudget()
     return (f"{name}: gluonts {what}, trained in every cell on the fold's training subjects (default budget "
             f"{b.epochs} epochs x {b.batches_per_epoch} batches of {b.batch_size} windows, seeded; point = median; "
-            "docs/supervised.md)")
+            f"{TUNED_NOTE}; docs/supervised.md)")
 
 
 _SPEC = dict(family=SUPERVISED, default=False, tasks=SUPERVISED_TASKS, requires=("gluonts", "lightning"),

@@ -82,6 +82,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--model-option", nargs="+", action="extend", default=[], metavar="NAME.KEY=VALUE",
                      help="an option for one model's factory, e.g. soter.batch_size=64 or soter.device=cuda "
                           "(repeatable; VALUE is a Python literal or a string; options are part of the record key)")
+    run.add_argument("--supervised-training", choices=("fixed", "tuned"), default="fixed",
+                     help="how the supervised models (ridge, dlinear, patchtst, deepar, mlp) train in each cell: fixed "
+                          "(default: the fixed budget) or tuned (validation subjects, early stopping, a grid over "
+                          "look-back and learning rate; the option training=tuned of each, so part of the record key; "
+                          "docs/supervised.md)")
     run.add_argument("--rerun", action="store_true", help="recompute rows that are already finished")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     run.add_argument("--probe-input", action="store_true",
@@ -289,6 +294,22 @@ def _parse_weights(items: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def _supervised_training(args: argparse.Namespace, options: tuple) -> tuple:
+    """``--supervised-training tuned``: the option ``training=tuned`` for every supervised model of the run (one
+    given ``--model-option NAME.training`` keeps its own); ``fixed`` adds nothing, so fixed rows keep their keys."""
+    mode = getattr(args, "supervised_training", "fixed")
+    if mode == "fixed":
+        return options
+    from models.registry import get_spec
+
+    supervised = [m for m in args.models if get_spec(m).supervised] if args.models else []
+    if not supervised:
+        raise SpecError(f"--supervised-training {mode}: no supervised model among --models "
+                        "(ridge, dlinear, patchtst, deepar, mlp)")
+    given = {(m, k) for m, k, _ in options}
+    return options + tuple((m, "training", mode) for m in supervised if (m, "training") not in given)
+
+
 def _config(args: argparse.Namespace) -> RunConfig:
     """The RunConfig of `run`'s flags (`plan` takes the same)."""
     options = {o.name: o.read(getattr(args, o.name)) for o in all_options() if getattr(args, o.name) is not None}
@@ -297,7 +318,8 @@ def _config(args: argparse.Namespace) -> RunConfig:
         out=args.out, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address, seeds=tuple(args.seeds) if args.seeds else None,
         rerun=args.rerun, weights=_parse_weights(args.weights) + _random_weights(args),
         trust_remote_code=tuple(args.trust_remote_code), progress=not args.no_progress,
-        data_root=args.data_root, device=args.device, model_options=tuple(parse_model_option(o) for o in args.model_option),
+        data_root=args.data_root, device=args.device,
+        model_options=_supervised_training(args, tuple(parse_model_option(o) for o in args.model_option)),
         shard=parse_shard(args.shard) if args.shard is not None else None,
         probe_input=getattr(args, "probe_input", False),
     )
