@@ -42,7 +42,7 @@ class AdaptationBudget:
 
 # sized for a 2-core CPU (BENCHMARKS.md, "adaptation"): cpu-small keeps one adapted SOTER cell to seconds
 BUDGETS: dict[str, AdaptationBudget] = {b.name: b for b in (
-    AdaptationBudget("cpu-small", steps=10, lr=1e-3, batch_size=8, targets=2),
+    AdaptationBudget("cpu-small", steps=5, lr=1e-3, batch_size=8, targets=1),
     AdaptationBudget("cpu-medium", steps=50, lr=3e-4, batch_size=16, targets=4),
     AdaptationBudget("smoke", steps=2, lr=1e-2, batch_size=4, targets=1),  # tests and smoke runs: shapes, not results
 )}

@@ -5,6 +5,7 @@ while the frozen rows keep their keys; tables group adapted rows apart."""
 from __future__ import annotations
 
 import csv
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +43,23 @@ def _adapted(mode: str = "head") -> AdaptedSoter:
 def test_adapted_soter_learns_nothing_of_the_test_subject_or_the_future(mode):
     ds, folds, spec = _setup()
     probe_fit(_adapted(mode), ds, folds[0], SETTING, spec, n_windows=1)
+
+
+needs_fracast = pytest.mark.skipif(importlib.util.find_spec("fracast") is None,
+                                   reason="fracast is not installed (pip install 'soter-bench[fracast]')")
+
+
+@needs_fracast
+def test_adapted_fracast_learns_nothing_of_the_test_subject_and_moves_its_forecasts():
+    ds, folds, spec = _setup()
+    model = load_model("fracast@head", budget="smoke")
+    probe_fit(model, ds, folds[0], SETTING, spec, n_windows=1)
+    arrays, _ = fold_windows(ds, folds[0], SETTING, spec)
+    fit_for_fold(model, ds, folds[0], SETTING, spec)
+    first = predict_windows(model, arrays, 64)
+    fit_for_fold(model, ds, folds[1], SETTING, spec)
+    assert not np.allclose(first, predict_windows(load_model("fracast"), arrays, 64))
+    assert not np.allclose(first, predict_windows(model, arrays, 64))
 
 
 class PeekingSoter(AdaptedSoter):
@@ -119,6 +137,7 @@ def test_adapt_flags_are_checked_before_any_work():
     with pytest.raises(SpecError, match="unknown adaptation budget"):
         check_arguments(RunConfig(models=("soter",), adapt=("head",), adapt_budget="huge"))
     assert adapted_models(("ridge", "soter-anchored"), ("full",)) == ("ridge", "soter-anchored@full")
+    assert adapted_models(("fracast", "last-value"), ("zero-shot", "head")) == ("fracast", "fracast@head", "last-value")
 
 
 def test_tables_group_adapted_rows_apart():
