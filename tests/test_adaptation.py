@@ -144,3 +144,22 @@ def test_tables_group_adapted_rows_apart():
     frame = pd.DataFrame({"model": ["soter", "soter@head", "ridge"]})
     groups = model_groups(frame, ["soter", "soter@head", "ridge"])
     assert groups == {"soter": ZERO_SHOT, "soter@head": ADAPTED_GROUP, "ridge": SUPERVISED_GROUP}
+
+
+def test_a_run_with_adapt_gives_frozen_and_adapted_rows_and_the_table_ranks_them_apart(folder, tmp_path):
+    from harness.records.store import read_records
+    from harness.reporting.tables import error_table, render
+    from harness.run.runner import execute
+
+    run = execute(RunConfig(datasets=(str(folder),), models=("last-value", TINY), out=tmp_path / "o", progress=False,
+                            options={"settings": (SETTING,), "max_windows_per_subject": 2},
+                            adapt=("zero-shot", "head"), adapt_budget="smoke"))
+    frame = read_records(run.records_path)
+    assert set(frame.model) == {"last-value", TINY, f"{TINY}@head"} and set(frame.status) == {"ok"}
+    info = frame[frame.model == f"{TINY}@head"].model_info.iloc[0]
+    assert '"mode": "head"' in info and '"budget": "smoke"' in info
+    table = error_table(frame, "forecasting")
+    assert table.adapted == (f"{TINY}@head",)
+    text = render(table).splitlines()
+    label = text.index("-- adapted --")
+    assert text[label + 1].startswith(f"{TINY}@head") and "¹" not in text[label + 1]  # alone in its group: unranked
