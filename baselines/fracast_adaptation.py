@@ -8,7 +8,7 @@ the causal convolution stack; ``head``: the gather head that reads the 48-step b
 ``nn.Module``s, so they are fine-tuned here with the pinball (quantile) loss of those nine quantiles, the loss a
 quantile forecaster is trained with, on the library's own input path: the context's last ``W`` points min-max
 normalised per row (``FracastModel._predict_rows``, written out here with gradients) and the target in the same
-units. ``head`` trains the head only, ``full`` both. Every fit starts from the shipped weights; training is seeded.
+units; each step's windows give one seeded channel each. ``head`` trains the head only, ``full`` both. Every fit starts from the shipped weights; training is seeded.
 """
 
 from __future__ import annotations
@@ -85,7 +85,11 @@ class AdaptedFracast(Model):
         try:
             for step in range(self.budget.steps):
                 values, _ = pool.draw(self.budget.batch_size, seed, step)
-                rows = values.reshape(-1, values.shape[-1])  # every channel its own series (the model's design)
+                # one channel of each window (the model is per channel): batch_size series of 2,048 points per step,
+                # whatever the channel count (all of them made the cohort's cells 4x dearer, BENCHMARKS.md)
+                channel = np.random.default_rng(stable_seed(seed, "fracast-channel", step)).integers(
+                    values.shape[1], size=len(values))
+                rows = values[np.arange(len(values)), channel]
                 x, observed, loc, span = _normalised(rows[:, :series.context], fm.context_length)
                 target = torch.from_numpy(((rows[:, series.context:] - loc) / span).astype(np.float32))
                 hidden = fm.core(x, observed, observed.to(torch.float32))
