@@ -163,3 +163,10 @@ def test_a_run_with_adapt_gives_frozen_and_adapted_rows_and_the_table_ranks_them
     text = render(table).splitlines()
     label = text.index("-- adapted --")
     assert text[label + 1].startswith(f"{TINY}@head") and "¹" not in text[label + 1]  # alone in its group: unranked
+
+
+def test_an_adapted_entry_carries_its_base_models_pretraining_overlap():
+    from models.pretraining import model_overlap
+
+    for base in ("fracast", "soter-anchored"):
+        assert model_overlap(f"{base}@head", "mitbih") == model_overlap(base, "mitbih")
