@@ -10,6 +10,7 @@ registry's order.
 import baselines.naive  # noqa: F401
 import baselines.statsforecast_models  # noqa: F401
 import baselines.fracast_model  # noqa: F401
+import baselines.adapted_entries  # noqa: F401 (fracast@head, fracast@full: run --adapt)
 import baselines.imputation  # noqa: F401
 import baselines.features  # noqa: F401
 

@@ -16,6 +16,7 @@ from harness.run.shards import parse_shard
 from harness.run.runner import (
     DEFAULT_OUT, RECORDS_FILE, RunConfig, default_models, execute, parse_model_option,
 )
+from protocols.adaptation import BUDGETS, DEFAULT_BUDGET, MODES
 from protocols.specs import Setting, SpecError
 
 EXIT_NOTHING_SCORED = 1  # the command worked but produced no result: a script must not take it for success
@@ -87,6 +88,12 @@ def _parser() -> argparse.ArgumentParser:
                           "(default: the fixed budget) or tuned (validation subjects, early stopping, a grid over "
                           "look-back and learning rate; the option training=tuned of each, so part of the record key; "
                           "docs/supervised.md)")
+    run.add_argument("--adapt", nargs="+", default=[], metavar="MODE", choices=MODES,
+                     help="adaptation modes of the models that can be adapted: zero-shot (their frozen rows), head, full "
+                          "(fine-tuned on each fold's training subjects, rows NAME@MODE); default: zero-shot only")
+    run.add_argument("--adapt-budget", default=None, metavar="NAME", choices=tuple(BUDGETS),
+                     help=f"the adaptation budget (steps, learning rate, windows): {', '.join(BUDGETS)} (default: "
+                          f"{DEFAULT_BUDGET}; part of the adapted rows' keys)")
     run.add_argument("--rerun", action="store_true", help="recompute rows that are already finished")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     run.add_argument("--probe-input", action="store_true",
@@ -322,6 +329,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         model_options=_supervised_training(args, tuple(parse_model_option(o) for o in args.model_option)),
         shard=parse_shard(args.shard) if args.shard is not None else None,
         probe_input=getattr(args, "probe_input", False),
+        adapt=tuple(args.adapt), adapt_budget=args.adapt_budget,
     )
 
 

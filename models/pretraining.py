@@ -388,8 +388,12 @@ def model_overlap(model: str, dataset: str, checkpoint: str | None = None, decla
                   weights: str | None = None) -> Overlap:
     """``model`` on ``dataset``; for a SOTER checkpoint, ``weights`` (the digest a record names) must be
     the checkpoint's own: rows of older weights in that folder were not trained on the recorded corpus."""
+    from models.adapted import split_name
+
     reg = registry()
     entry = reg.entry_for(model, checkpoint)
+    if entry is None and split_name(model)[0] != model:  # an adapted entry (NAME@MODE): its base's pre-training
+        entry = reg.entry_for(split_name(model)[0], checkpoint)
     if entry is not None and entry.weights and weights and weights != entry.weights:
         return Overlap("unknown", f"computed with weights {weights}, not the {entry.key} weights ({entry.weights}) "
                                   "whose corpus is recorded", entry.cite, entry.checked)

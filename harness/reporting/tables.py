@@ -80,17 +80,23 @@ class Table:
     # rows scored from a predictions file (harness score): made outside the harness, trained on what is not
     # recorded, so drawn and ranked in a group of their own too
     scored: tuple[str, ...] = ()
+    # rows of pretrained models adapted to each fold's training subjects (``--adapt``, family ``adapted``): a group
+    # of their own between the zero-shot and the supervised rows, ranked apart from both
+    adapted: tuple[str, ...] = ()
 
     def all_notes(self, with_model_notes: bool = True) -> tuple[str, ...]:
         return self.notes + (self.model_notes if with_model_notes else ())
 
     def groups(self) -> list[tuple[str, tuple[str, ...]]]:
-        """(label, rows) in drawing order: the zero-shot rows (label ""), the supervised ones, the scored ones."""
-        own = tuple(m for m in self.models if m not in self.supervised and m not in self.scored)
+        """(label, rows) in drawing order: the zero-shot rows (label ""), the adapted ones, the supervised ones, the
+        scored ones."""
+        own = tuple(m for m in self.models if m not in self.supervised and m not in self.scored
+                    and m not in self.adapted)
+        adapted = tuple(m for m in self.models if m in self.adapted)
         apart = tuple(m for m in self.models if m in self.supervised)
         scored = tuple(m for m in self.models if m in self.scored and m not in self.supervised)
-        return [(label, rows) for label, rows in (("", own), (SUPERVISED_GROUP, apart), (SCORED_GROUP, scored))
-                if rows]
+        return [(label, rows) for label, rows in (("", own), (ADAPTED_GROUP, adapted), (SUPERVISED_GROUP, apart),
+                                                  (SCORED_GROUP, scored)) if rows]
 
 
 SUPERVISED_GROUP = "supervised (trained on the fold's training subjects)"
@@ -99,6 +105,10 @@ SUPERVISED_NOTE = ("supervised (trained on the fold's training subjects): traine
 SCORED_GROUP = "scored from a predictions file (made outside the harness)"
 SCORED_NOTE = ("scored from a predictions file (made outside the harness): how those forecasts were made, and on "
                "what their model was trained, is not recorded; ranked among themselves, apart from the zero-shot rows")
+ADAPTED_GROUP = "adapted (fine-tuned on the fold's training subjects)"
+ADAPTED_NOTE = ("adapted (fine-tuned on the fold's training subjects): a pretrained model's shipped weights "
+                "fine-tuned in every cell on the other subjects (NAME@head: its output head, NAME@full: every "
+                "parameter; the budget in each row's model_info), not zero-shot; ranked among themselves")
 ZERO_SHOT = "zero-shot"  # the group of every other row (statistics: its name in the leaderboard's group column)
 
 
@@ -109,6 +119,16 @@ def supervised_rows(frame: pd.DataFrame, models) -> tuple[str, ...]:
     specs = all_specs()
     names = dict(zip(frame["model"], frame["model_name"])) if "model_name" in frame else {}
     return tuple(m for m in models if (spec := specs.get(names.get(m, m))) is not None and spec.supervised)
+
+
+def adapted_rows(frame: pd.DataFrame, models) -> tuple[str, ...]:
+    """The table rows whose model is adapted per fold (``models.adapted.ADAPTED``, ``run --adapt``)."""
+    from models.adapted import ADAPTED
+    from models.registry import all_specs
+
+    specs = all_specs()
+    names = dict(zip(frame["model"], frame["model_name"])) if "model_name" in frame else {}
+    return tuple(m for m in models if (spec := specs.get(names.get(m, m))) is not None and spec.family == ADAPTED)
 
 
 def scored_rows(frame: pd.DataFrame, models) -> tuple[str, ...]:
@@ -123,9 +143,12 @@ def scored_rows(frame: pd.DataFrame, models) -> tuple[str, ...]:
 
 
 def model_groups(frame: pd.DataFrame, models) -> dict[str, str]:
-    """Each model's group, ranked alone: :data:`ZERO_SHOT`, :data:`SUPERVISED_GROUP` or :data:`SCORED_GROUP`."""
+    """Each model's group, ranked alone: :data:`ZERO_SHOT`, :data:`ADAPTED_GROUP`, :data:`SUPERVISED_GROUP` or
+    :data:`SCORED_GROUP`."""
     apart, scored = set(supervised_rows(frame, models)), set(scored_rows(frame, models))
-    return {m: SUPERVISED_GROUP if m in apart else SCORED_GROUP if m in scored else ZERO_SHOT for m in models}
+    adapted = set(adapted_rows(frame, models))
+    return {m: SUPERVISED_GROUP if m in apart else SCORED_GROUP if m in scored else
+            ADAPTED_GROUP if m in adapted else ZERO_SHOT for m in models}
 
 
 def grouped(table: Table, rows: pd.DataFrame) -> Table:
@@ -140,11 +163,13 @@ def grouped(table: Table, rows: pd.DataFrame) -> Table:
         table = replace(table, limited=tuple(marks.items()), limitation_notes=limitation_notes)
     apart = supervised_rows(rows, table.models)
     scored = tuple(m for m in scored_rows(rows, table.models) if m not in apart)
-    if not apart and not scored:
+    adapted = tuple(m for m in adapted_rows(rows, table.models) if m not in apart and m not in scored)
+    if not apart and not scored and not adapted:
         return table
 
-    notes = table.notes + ((SUPERVISED_NOTE,) if apart else ()) + ((SCORED_NOTE,) if scored else ())
-    return replace(table, supervised=apart, scored=scored, notes=notes)
+    notes = (table.notes + ((ADAPTED_NOTE,) if adapted else ()) + ((SUPERVISED_NOTE,) if apart else ())
+             + ((SCORED_NOTE,) if scored else ()))
+    return replace(table, supervised=apart, scored=scored, adapted=adapted, notes=notes)
 
 
 # -- error tables -----------------------------------------------------------------------
@@ -430,7 +455,7 @@ def _ranks(table: Table) -> dict[tuple[str, Column], int]:
     better than another: best needs a worse value beside it, second a worse one too (of two values the other is
     the worst, not the second; of equal values none is the best)."""
     ranks: dict[tuple[str, Column], int] = {}
-    apart = bool(table.supervised or table.scored)
+    apart = bool(table.supervised or table.scored or table.adapted)
     for col in (c for c in table.columns if c.ranked):
         for _, rows in table.groups() or [("", ())]:  # each group ranked alone: supervised and scored rows apart
             shown = {m: round(float(e.mean), 2) for (m, c), e in table.entries.items()
@@ -502,7 +527,7 @@ def render(table: Table, style: str = "text", with_model_notes: bool = True) -> 
 
     header = ["Model"] + [f"{name(c.group)} {name(c.label)}" for c in table.columns]
     body = []
-    for label, rows in table.groups() if (table.supervised or table.scored) else [("", table.models)]:
+    for label, rows in table.groups() if (table.supervised or table.scored or table.adapted) else [("", table.models)]:
         if label:  # the group's label row: a reader never takes these rows for zero-shot ones
             body.append([GROUP_ROW[style](label, len(table.columns))] + [""] * len(table.columns))
         body += [[row_name(model)] + [_cell(table.entries.get((model, c)), style, ranks.get((model, c)))

@@ -18,6 +18,7 @@ from harness.records.window_store import write_window_errors
 from harness.records.configurations import recorded_code, with_identity
 from models.registry import get_spec, identity_digest, is_hub_id
 from harness.registry.tasks import get_task, task_options
+from harness.run.adaptation import adapted_models, check_adaptation, is_adapted
 from harness.run.threads import single_thread_unless_set
 from harness.run.usage import check_models
 from protocols.data import dataset_fingerprint
@@ -57,6 +58,8 @@ class RunConfig:
     data_root: Path | None = None  # --data-root; else $SOTER_BENCH_DATA
     shard: tuple[int, int] | None = None  # --shard K/N: this run computes part K of N (harness.run.shards)
     probe_input: bool = False  # --probe-input: the input-sensitivity probe per (model, dataset) (harness.run.input_probe)
+    adapt: tuple[str, ...] = ()  # --adapt zero-shot head full: adapted entries beside the models (harness.run.adaptation)
+    adapt_budget: str | None = None  # --adapt-budget NAME (protocols.adaptation.BUDGETS); None: the entries' default
 
     def __post_init__(self) -> None:
         get_task(self.task)  # unknown task: an error listing the known ones
@@ -143,8 +146,15 @@ def _model_options(config: RunConfig, model: str, device: str = "cpu") -> tuple[
         opts["trust_remote_code"] = True
     if device != "cpu" and model not in config.task_object.model_free and "device" in get_spec(model).option_names():
         opts["device"] = device  # models without a device option (statistical baselines) run on the CPU
+    if config.adapt_budget is not None and is_adapted(model):
+        opts["budget"] = config.adapt_budget  # part of the row key (the entries' default is too, as an option)
     opts.update({key: value for name, key, value in config.model_options if name == model})
     return tuple(sorted(opts.items()))
+
+
+def run_models(config: RunConfig) -> tuple[str, ...]:
+    """The run's models (``--models``, else the task's defaults) with their adapted entries (``--adapt``)."""
+    return adapted_models(tuple(config.models or default_models(config.task)), config.adapt)
 
 
 def resolve_device(text: str, cluster_gpus: int | None = None) -> str:
@@ -300,7 +310,8 @@ def check_arguments(config: RunConfig) -> None:
     folders, the data root, --weights (the model declares it, the path exists), --trust-remote-code, and every
     --model-option's model, name and value (factories' signatures are read from their source,
     ``models.factory_signature``). ``plan`` then checks what needs a model's code: weights it can load."""
-    model_names = tuple(config.models or default_models(config.task))
+    check_adaptation(config.adapt, config.adapt_budget)
+    model_names = run_models(config)
     check_models(config.task, model_names, config.task_object.model_free)  # every typo at once; unfit models
     root = resolve_data_root(config.data_root)
     if config.data_root is not None and not root.is_dir():  # given, so resolved
@@ -331,7 +342,7 @@ def plan(config: RunConfig, cluster_gpus: int | None = None,
     given, gets each dataset loaded, by the name its cells carry (cost estimates count its windows)."""
     task = config.task_object
     dataset_refs = config.datasets or default_datasets()
-    model_names = config.models or default_models(config.task)
+    model_names = run_models(config)
     check_arguments(config)
     for name, directory in config.weights:  # what needs the model's code: it imports its module
         _check_weights_usable(name, directory)
