@@ -169,7 +169,7 @@ def cell_samples(cells: Iterable, loaded: dict | None = None) -> dict[object, in
     for cell in cells:
         key = (cell.task, cell.dataset, cell.data_root, cell.fold, cell.setting, cell.seed)
         if key not in counted:
-            if cell.task not in WINDOW_TASKS:
+            if cell.task not in WINDOW_TASKS or not hasattr(cell.point, "horizon"):  # irregular's imputation cells
                 counted[key] = None
             else:
                 if cell.dataset not in loaded:
