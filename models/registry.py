@@ -123,10 +123,15 @@ class Limitation:
     # the model's recorded description (model_info: its describe(), which names an option where it departs
     # from the default) that lifts it: {"control_beyond": ("hold", "zero")}; absent: the default, not lifted
     lifted_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # the row's condition must start with one of these (empty: any condition): "impute renewal"
+    conditions: tuple[str, ...] = ()
 
-    def applies(self, task: str, protocol: str, info: Mapping[str, Any]) -> bool:
-        """Whether a row of ``task`` with this ``protocol`` and ``model_info`` comes under the limitation."""
+    def applies(self, task: str, protocol: str, info: Mapping[str, Any], condition: str = "") -> bool:
+        """Whether a row of ``task`` with this ``protocol``, ``model_info`` and ``condition`` comes under the
+        limitation."""
         if self.tasks and task not in self.tasks:
+            return False
+        if self.conditions and not any(str(condition).startswith(c) for c in self.conditions):
             return False
         parts = str(protocol).split(";")
         if not all(any(p.startswith(want) for p in parts) for want in self.protocol):

@@ -79,7 +79,9 @@ def test_two_configurations_in_one_table_mark_only_the_one_that_extrapolates(tmp
 
 def test_every_soter_entry_declares_the_limitation_and_soter_anchored_is_lifted_by_its_default():
     for name in ("soter", "soter-anchored"):
-        (limitation,), = [get_spec(name).limitations]
+        limitation, renewal = get_spec(name).limitations
+        assert renewal.note == limitation.note and renewal.applies("irregular", "irregular-v1", {}, "impute renewal=0.5")
+        assert not renewal.applies("irregular", "irregular-v1", {}, "impute drop=0.5")
         assert f"--model-option {name}.control_beyond=hold" in limitation.note
         assert limitation.applies("imputation", CONTIGUOUS + ";data=x", {})
         assert not limitation.applies("imputation", POINTS + ";data=x", {})
@@ -107,8 +109,27 @@ def test_an_entry_declares_its_own_limitations_as_data(tmp_path):
                                        'tasks = ["noise"]\nprotocol = ["artefact=motion"]\n'
                                        '[limitations.lifted_by]\nz = ["1"]\n')
     spec = read_entry(tmp_path).spec()
-    assert [lim.note for lim in spec.limitations][1:] == ["slow at 250 Hz: set z"]  # after every entry's control one
-    assert spec.limitations[1].applies("noise", "noise;artefact=motion-v2", {}) and spec.limitations[1].lifted_by == {"z": ("1",)}
+    assert [lim.note for lim in spec.limitations][2:] == ["slow at 250 Hz: set z"]  # after every entry's control ones
+    assert spec.limitations[2].applies("noise", "noise;artefact=motion-v2", {}) and spec.limitations[2].lifted_by == {"z": ("1",)}
     (tmp_path / ENTRY_FILE).write_text('name = "x"\nsummary = "y"\n[[limitations]]\ntasks = ["noise"]\n')
     with pytest.raises(EntryError, match="limitations: each needs a note"):
         read_entry(tmp_path)
+
+
+IRREGULAR = "irregular-v1;maxw=16;stride=None;seed=0"
+
+
+def test_soter_imputing_through_renewal_outages_is_marked_and_scattered_drops_are_not(tmp_path):
+    """The irregular task's renewal outages are contiguous gaps: SOTER's extrapolated control diverges there as under
+    imputation's contiguous mask (one cohort fold scored 880 against locf's 9), so its rows carry the same note;
+    scattered drops do not, nor does a held control."""
+    rows = [(m, "irregular", c, IRREGULAR, e, o) for m, e, o in (("soter", 2.9, None), ("locf", 0.09, None))
+            for c in ("impute regular", "impute renewal=0.5", "impute drop=0.5")]
+    tables = dict(_tables(tmp_path / "plain", rows, task="irregular"))
+    marked = {name: "| soter § |" in render(table, "markdown") for name, table in tables.items()}
+    assert any(v for k, v in marked.items() if "renewal" in k), marked
+    assert not any(v for k, v in marked.items() if "renewal" not in k), marked
+    held = dict(_tables(tmp_path / "held", [(m, "irregular", c, IRREGULAR, 0.1, {"control_beyond": "hold"})
+                                            for m in ("soter",) for c in ("impute regular", "impute renewal=0.5")],
+                        task="irregular"))
+    assert not any("§" in render(table, "markdown") for table in held.values())

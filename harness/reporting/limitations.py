@@ -27,8 +27,9 @@ def limitation_marks(rows: pd.DataFrame, models) -> tuple[dict[str, str], tuple[
     if rows.empty or "model_info" not in rows:
         return {}, ()
     names = rows["model_name"] if "model_name" in rows else rows["model"]
-    for label, name, task, protocol, info in zip(rows["model"], names, rows["task"], rows["protocol"],
-                                                 rows["model_info"]):
+    conditions = rows["condition"] if "condition" in rows else [""] * len(rows)
+    for label, name, task, protocol, info, condition in zip(rows["model"], names, rows["task"], rows["protocol"],
+                                                            rows["model_info"], conditions):
         if label not in wanted:
             continue
         try:
@@ -37,7 +38,7 @@ def limitation_marks(rows: pd.DataFrame, models) -> tuple[dict[str, str], tuple[
             continue
         described = parse_info(info)
         for limitation in limitations:
-            if limitation.applies(str(task), str(protocol), described):
+            if limitation.applies(str(task), str(protocol), described, str(condition)):
                 notes = found.setdefault(label, [])
                 if limitation.note not in notes:
                     notes.append(limitation.note)

@@ -49,7 +49,7 @@ class ShippedEntry:
     note: str = ""  # printed under the tables it appears in
     note_tasks: tuple[str, ...] = ()
     options: dict[str, Any] = field(default_factory=dict)
-    # its own documented limitations ([[limitations]] in entry.toml), beside every entry's control_limitation
+    # its own documented limitations ([[limitations]] in entry.toml), beside every entry's control_limitations
     limitations: tuple[Limitation, ...] = ()
 
     def checkpoint_dir(self, weights: str | Path | None = None) -> Path:
@@ -78,20 +78,22 @@ class ShippedEntry:
             licence="MIT (this repository's weights)", check=f"{ref}.check", tasks=TASKS, default=default,
             options={"rollout": "per-query", "name": self.name, **self.options},
             default_weights=f"{ref}.checkpoint_dir", note=self.note, note_tasks=self.note_tasks,
-            limitations=(control_limitation(self.name), *self.limitations))
+            limitations=(*control_limitations(self.name), *self.limitations))
 
 
-def control_limitation(name: str) -> Limitation:
-    """Every SOTER entry's imputation under contiguous gaps, unless its control is held (or zeroed) past a
-    channel's last observation: the authors' extrapolated spline grows like the cube of the distance into a gap
-    (docs/stress-tests.md, "Why SOTER diverges inside gaps"). The adapter names ``control_beyond`` in a row's
-    model_info only where it departs from ``extrapolate``, so a row without it extrapolated."""
-    return Limitation(
-        note=(f"{name}: under contiguous gaps its imputation extrapolates the spline control past a channel's last "
-              "observation (the authors' code), which grows like the cube of the distance into the gap and makes "
-              f"it diverge (docs/stress-tests.md, \"Why SOTER diverges inside gaps\"); --model-option "
-              f"{name}.control_beyond=hold holds the control there"),
-        tasks=("imputation",), protocol=("mask=contiguous",), lifted_by={"control_beyond": ("hold", "zero")})
+def control_limitations(name: str) -> tuple[Limitation, ...]:
+    """Every SOTER entry's imputation under contiguous gaps (the imputation task's contiguous mask, and the
+    irregular task's renewal outages), unless its control is held (or zeroed) past a channel's last observation:
+    the authors' extrapolated spline grows like the cube of the distance into a gap (docs/stress-tests.md, "Why
+    SOTER diverges inside gaps"). The adapter names ``control_beyond`` in a row's model_info only where it departs
+    from ``extrapolate``, so a row without it extrapolated."""
+    note = (f"{name}: under contiguous gaps its imputation extrapolates the spline control past a channel's last "
+            "observation (the authors' code), which grows like the cube of the distance into the gap and makes "
+            f"it diverge (docs/stress-tests.md, \"Why SOTER diverges inside gaps\"); --model-option "
+            f"{name}.control_beyond=hold holds the control there")
+    lifted = {"control_beyond": ("hold", "zero")}
+    return (Limitation(note=note, tasks=("imputation",), protocol=("mask=contiguous",), lifted_by=lifted),
+            Limitation(note=note, tasks=("irregular",), conditions=("impute renewal",), lifted_by=lifted))
 
 
 def _shown(path: Path) -> Path:
