@@ -58,7 +58,8 @@ def test_run_help_offers_each_flag_once_naming_the_tasks_that_read_it(capsys):
     assert text.count("--settings C/H") == 2  # the usage line and the option's entry
     assert "--settings C/H [C/H ...] forecasting, noise, calibration, shift, irregular: context/horizon settings" in text
     assert "--windows" not in text  # the flag's name before issue #17, removed in #28: one name per flag
-    assert "imputation, classification: segment length in samples" in text
+    assert "imputation, classification, classification-heads: segment length in samples" in text
+    assert "--heads HEAD [HEAD ...] classification-heads: classification heads" in text
     builtin = [t for t in all_tasks().values() if type(t).__module__.startswith("harness.tasks.")]
     assert [o.flag for o, tasks in all_options().items() if len(tasks) == len(builtin)] == ["--max-windows-per-subject"]
 

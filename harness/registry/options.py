@@ -24,6 +24,7 @@ from protocols.specs import (ARTEFACT_KINDS, ARTEFACT_PLACEMENTS, BURST_DISTRIBU
                              MAINS_FREQUENCIES, MASK_CHANNELS, MASK_KINDS, MISSING_RATES, NOISE_LEVELS, PAPER_SETTINGS,
                              PHYSIOLOGY_MEASURES, PHYSIOLOGY_SOURCES, ArtefactSpec, MaskSpec, PhysiologySpec, Setting, SpecError)
 from protocols.shift import DEFAULT_SHIFT_KINDS, SHIFT_KINDS, SHIFT_SEVERITIES
+from protocols.classification_heads import DEFAULT_HEADS, HEADS
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,11 @@ SHIFT_KINDS_OPTION = Option("--shift-kinds", f"how the test subject is shifted (
 SHIFT_SEVERITIES_OPTION = Option("--shift-severities", "shift severities: level s offsets by s training ranges, scale s "
                                  f"multiplies the amplitude by 1 + s (default: {_words(SHIFT_SEVERITIES)}; 0: the "
                                  "plain forecasting run)", float, many=True, metavar="S")
+
+
+HEADS_OPTION = Option("--heads", f"classification heads compared on the same segments and budgets (of {', '.join(HEADS)}; "
+                      f"default: {' '.join(DEFAULT_HEADS)}; docs/protocols.md, Classification heads)", choice(HEADS),
+                      many=True, metavar="HEAD")
 
 
 def mask_of(options: Any) -> MaskSpec:

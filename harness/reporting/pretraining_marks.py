@@ -118,8 +118,12 @@ def marked_task_tables(frame: pd.DataFrame, task: str, models: list[str] | None 
     note: what `run`, `table` and `report` write."""
     from harness.reporting.limitations import with_probe_marks
 
+    from harness.registry.tasks import get_task
+
     rows = frame[frame["task"] == task] if "task" in frame else frame
-    return [(stem, with_probe_marks(mark_table(table, frame, task, stem, declared), rows, verdicts or ()))
+    relabel = getattr(get_task(task), "table_rows", None)  # a task whose table rows are not its records' models
+    marks = relabel(frame) if relabel is not None and len(rows) else frame
+    return [(stem, with_probe_marks(mark_table(table, marks, task, stem, declared), rows, verdicts or ()))
             for stem, table in task_tables(frame, task, models, datasets)]
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from harness.registry.tasks import TASKS, UnknownTaskError, all_tasks, get_task, register_task
 from harness.tasks import calibration, classification, forecasting, imputation, irregular, noise, physiology, shift
+from harness.tasks import classification_heads
 from harness.tasks.base import ErrorTask, Task, cells_frame, details, paper_cell
 
 # the registration line: the built-in tasks, in the order of listings and reports
 for _task in (forecasting.TASK, imputation.TASK, noise.TASK, classification.TASK, physiology.TASK,
-              calibration.TASK, shift.TASK, irregular.TASK):
+              calibration.TASK, shift.TASK, irregular.TASK, classification_heads.TASK):
     register_task(_task)
 
 __all__ = ["TASKS", "ErrorTask", "Task", "UnknownTaskError", "all_tasks", "cells_frame", "details", "get_task",
