@@ -10,7 +10,6 @@ registry's order.
 import baselines.naive  # noqa: F401
 import baselines.statsforecast_models  # noqa: F401
 import baselines.fracast_model  # noqa: F401
-import baselines.adapted_entries  # noqa: F401 (fracast@head, fracast@full: run --adapt)
 import baselines.imputation  # noqa: F401
 import baselines.features  # noqa: F401
 
@@ -23,3 +22,5 @@ import baselines.chronos_model  # noqa: F401
 import baselines.timesfm_model  # noqa: F401
 import baselines.tirex_model  # noqa: F401
 import baselines.paper_models  # noqa: F401
+
+import baselines.adapted_entries  # noqa: F401 (fracast@head, fracast@full: run --adapt; last, after the models above)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import baselines.fracast_model  # noqa: F401 (registers fracast, the base of its adapted entries)
 from models.adapted import adapted_spec
-from models.registry import get_spec, register
+from models.registry import register, registered_spec
 from protocols.adaptation import ADAPTED_MODES
 
 for _mode in ADAPTED_MODES:
-    register(adapted_spec(get_spec("fracast"), _mode, "baselines.fracast_adaptation:load_adapted_fracast"))
+    register(adapted_spec(registered_spec("fracast"), _mode, "baselines.fracast_adaptation:load_adapted_fracast"))

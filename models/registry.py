@@ -539,5 +539,12 @@ def get_spec(name: str) -> ModelSpec:
     return _MODELS.get(name)
 
 
+def registered_spec(name: str) -> ModelSpec:
+    """A spec registered already, without loading the plugins: for a module that registers entries derived from
+    another while the plugins load (``get_spec`` there would load every plugin from inside one, so a broken plugin
+    would be blamed on the built-ins)."""
+    return _MODELS.get(name)
+
+
 def load_model(name: str, **options: Any) -> Model:
     return get_spec(name).load(**options)

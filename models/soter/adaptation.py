@@ -21,10 +21,15 @@ from typing import Literal
 import numpy as np
 import torch
 
-from models.soter.adapter import Beyond, Rollout, SoterAdapter, load_random_tiny, load_soter
+from models.soter.adapter import SoterAdapter, load_random_tiny, load_soter
 from models.soter.moe import zero_missing_grads
 from models.soter.training.sampler import Batch
 from models.soter.training.trainer import batch_loss
+
+# the adapter's option types, spelt here so that the factory's signature can be read from this file's source
+# (models/factory_signature.py reads no imported alias; tests/test_model_options.py checks both readings agree)
+Rollout = Literal["autoregressive", "direct", "per-query"]
+Beyond = Literal["extrapolate", "hold", "zero"]
 from protocols.adaptation import AdaptationBudget, WindowPool, check_mode, get_budget
 from protocols.interface import Model, NotFittedError, SeriesBatch, TrainingSeries
 from protocols.windows import stable_seed

@@ -58,12 +58,12 @@ def _register_adapted() -> None:
     """``ENTRY@head`` and ``ENTRY@full`` of every shipped entry (and of the random tiny model, for tests): SOTER
     fine-tuned per fold by ``models.soter.adaptation`` (issue #49)."""
     from models.adapted import adapted_spec
-    from models.registry import get_spec
+    from models.registry import registered_spec
     from protocols.adaptation import ADAPTED_MODES
 
     factory = "models.soter.adaptation:load_adapted_soter"
     for name in [*discover(), "soter-tiny-random"]:
-        base = get_spec(name)
+        base = registered_spec(name)
         for mode in ADAPTED_MODES:
             extra = {"random_tiny": True} if name == "soter-tiny-random" else {"rollout": base.options.get("rollout", "per-query")}
             register(adapted_spec(base, mode, factory, **extra))
