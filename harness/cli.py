@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
-from harness import shard_cli, stress_cli
+from harness import shard_cli, stress_cli, versions_cli
 from harness.run.executor import EXECUTORS
 from harness.registry.tasks import all_options, all_tasks
 from harness.run.shards import parse_shard
@@ -106,6 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_task_options(run.add_argument_group("task options (each names the tasks that read it; a flag the task "
                                               "does not read is an error)"))
     shard_cli.add_parsers(sub, run)  # plan (run's own flags) and merge
+    versions_cli.add_parsers(sub, run)  # stale, restamp (run's own flags)
 
     lst = sub.add_parser("list", help="list datasets, models and tasks")
     lst.add_argument("what", nargs="?", choices=("datasets", "models", "tasks", "all"), default="all")
@@ -198,6 +199,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             return _run(args)
         if args.command == "plan":
             return shard_cli.run_plan(args, _config(args))
+        if args.command == "stale":
+            return versions_cli.run_stale(args)
+        if args.command == "restamp":
+            return versions_cli.run_restamp(args, _config(args))
         if args.command == "merge":
             _output_folder(args.out, "OUT")
             return shard_cli.run_merge(args, lambda frame, task, out: _publish(frame, task, out, None, None))

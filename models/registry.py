@@ -140,6 +140,10 @@ class Limitation:
 
 
 SUPERVISED = "supervised"  # the family of models trained on each fold's training subjects (Capabilities.fit)
+TORCH_TOLERANCE = 1e-4  # torch's CPU kernels and ODE solvers: the same numbers to about this relative difference
+# a family's declared tolerance (ModelSpec.tolerance overrides it): numpy baselines are exact, numba's statistical
+# models exact to rounding, torch models within TORCH_TOLERANCE
+FAMILY_TOLERANCE: dict[str, float] = {"baseline": 0.0, "statistical": 1e-9}
 # how `harness list`, the tables and the report name a family where it must not be mistaken for another
 FAMILY_LABELS = {SUPERVISED: "supervised (trained on the fold's training subjects)"}
 
@@ -174,6 +178,20 @@ class ModelSpec:
     native_horizon: int | None = None  # steps one forward pass produces (`harness list`); None: not one number
     hub_weights: bool = False  # --weights may name a Hugging Face repository (ORG/REPO) instead of a folder
     paper_params: str | None = None  # its parameter count as the paper prints it (the System Overhead table)
+    # its behaviour's declared revision: bump it when a change moves its numbers (harness.registry.versions); part
+    # of its identity from 2 on, so that every row of revision 1 keeps its key
+    revision: int = 1
+    # relative difference within which two runs' numbers count as the same (golden tests, `harness restamp`);
+    # None: its family's (FAMILY_TOLERANCE): exact for numpy baselines, a float tolerance for torch models
+    tolerance: float | None = None
+
+    def numbers_tolerance(self) -> float:
+        """The declared tolerance of its numbers (:attr:`tolerance`, else its family's)."""
+        return self.tolerance if self.tolerance is not None else FAMILY_TOLERANCE.get(self.family, TORCH_TOLERANCE)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.revision, int) or isinstance(self.revision, bool) or self.revision < 1:
+            raise ValueError(f"model {self.name!r}: revision must be a whole number >= 1, got {self.revision!r}")
 
     @property
     def supervised(self) -> bool:
@@ -225,6 +243,8 @@ class ModelSpec:
         if weights is None and self.default_weights is not None:
             weights = _resolve(self.default_weights)()
         parts = {k: v for k, v in {**self.options, **options}.items() if k not in ("weights", "seed", "name")}
+        if self.revision != 1:
+            parts["revision"] = self.revision
         if weights is not None:
             path = Path(str(weights)).expanduser()
             parts["weights"] = weights_digest(path) if path.exists() else str(weights)
@@ -464,6 +484,8 @@ class SpecFields(TypedDict, total=False):
     native_horizon: int | None
     hub_weights: bool
     paper_params: str | None
+    revision: int
+    tolerance: float | None
 
 
 _Factory = TypeVar("_Factory", bound=Callable[..., Any])

@@ -89,8 +89,9 @@ class IrregularSpec:
         return (IMPUTE if source == "impute" else "") + (REGULAR if severity == 0 else f"{pattern}={severity:g}")
 
     def fingerprint(self) -> str:
+        """What changes the windows (the task's version token leads the records' protocol: harness.registry.versions)."""
         s = self.sampling
-        return f"irregular-v1;maxw={s.max_windows_per_subject};stride={s.stride};seed={s.seed}"
+        return f"maxw={s.max_windows_per_subject};stride={s.stride};seed={s.seed}"
 
 
 @dataclass(frozen=True)

@@ -369,7 +369,7 @@ class PhysiologySpec:
     def fingerprint(self) -> str:
         s = self.sampling
         mask = f";mask={self.mask.name}" if not self.mask.is_paper else ""
-        return (f"physiology-v1;warmup={self.warmup_seconds:g}s;maxw={s.max_windows_per_subject};stride={s.stride};"
+        return (f"warmup={self.warmup_seconds:g}s;maxw={s.max_windows_per_subject};stride={s.stride};"
                 f"seed={s.seed}{mask}")
 
 

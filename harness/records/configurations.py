@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from harness.records.keys import KEY_FIELDS, row_key
+from harness.registry.versions import protocol_version, task_version, unversioned, version_token
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,10 +53,18 @@ def with_identity(text: object, identity: dict[str, Any]) -> str:
 
 
 def recorded_code(text: object) -> str | None:
-    """The code digest stored with a row (None: written before it was stored)."""
+    """The code digest stored with a row (None: written before it was stored): provenance, it decides nothing."""
     identity = row_identity(text)
     code = identity.get("code") if identity else None
     return code if isinstance(code, str) and code else None
+
+
+def recorded_revision(text: object) -> int:
+    """The model revision a row was computed with (``ModelSpec.revision``; rows written before it was recorded:
+    1, the revision every model had then)."""
+    identity = row_identity(text)
+    value = identity.get("revision") if identity else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
 
 
 def _legacy_description(info: dict[str, Any]) -> dict[str, Any]:
@@ -144,7 +153,7 @@ def label_samplings(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.assign(dataset_name=frame["dataset"])
     if frame.empty or "protocol" not in frame:
         return out
-    samplings = _family_free(frame, [sampling_of(p) for p in frame["protocol"]])
+    samplings = _family_free(frame, [sampling_of(unversioned(t, p)) for t, p in zip(frame["task"], frame["protocol"])])
     found: dict[tuple[str, str], list[tuple[str, ...]]] = {}
     for task, dataset, sampling in zip(frame["task"], frame["dataset"], samplings):
         kinds = found.setdefault((task, dataset), [])
@@ -213,16 +222,65 @@ def latest_per_configuration(frame: pd.DataFrame) -> pd.DataFrame:
         .reset_index(drop=True)
 
 
-# -- stale and mixed code -----------------------------------------------------------------------
+# -- versions and stale weights ------------------------------------------------------------------
 @lru_cache(maxsize=256)
-def current_code(model: str, task: str) -> str | None:
-    """The digest of the code that would compute ``model``'s rows of ``task`` now (None: unknown model)."""
-    from harness.records.code_identity import row_code
+def current_revision(model: str) -> int | None:
+    """The revision ``model`` computes with now (``ModelSpec.revision``); None: not registered (rows scored from a
+    file, a plugin not loaded), whose rows cannot be compared and are kept."""
+    from models.registry import UnknownModelError, get_spec
 
     try:
-        return row_code(model, task)
-    except (KeyError, ValueError, ImportError, RuntimeError):
+        return get_spec(model).revision
+    except (UnknownModelError, KeyError, ValueError, ImportError, RuntimeError):
         return None
+
+
+@lru_cache(maxsize=64)
+def current_task_version(task: str) -> int:
+    """The declared version of ``task`` (a plugin task not registered in this process: its table's default)."""
+    from harness.registry.tasks import UnknownTaskError, get_task
+
+    try:
+        return task_version(get_task(task))
+    except (UnknownTaskError, ImportError):
+        return task_version(task)
+
+
+def out_of_date(frame: pd.DataFrame) -> pd.Series:
+    """Which rows were computed under another version of their task or another revision of their model than
+    the current ones (``harness.registry.versions``): a run recomputes them, readers leave them out."""
+    import pandas as pd
+
+    if frame.empty:
+        return pd.Series([], dtype=bool, index=frame.index)
+    infos = frame["model_info"] if "model_info" in frame else pd.Series([""] * len(frame), index=frame.index)
+    flags = []
+    for task, protocol, model, info in zip(frame["task"], frame["protocol"], frame["model"], infos):
+        now = current_revision(str(model))
+        flags.append(protocol_version(str(task), str(protocol)) != current_task_version(str(task))
+                     or (now is not None and recorded_revision(info) != now))
+    return pd.Series(flags, index=frame.index, dtype=bool)
+
+
+def old_version_counts(rows: pd.DataFrame) -> dict[str, int]:
+    """Rows of older versions (those :func:`out_of_date` found) counted by what changed: ``forecasting-v1 (now
+    v2)``, ``soter revision 1 (now 2)``."""
+    counts: dict[str, int] = {}
+    for task, protocol, model, info in zip(rows["task"], rows["protocol"], rows["model"], rows["model_info"]):
+        version, now = protocol_version(str(task), str(protocol)), current_task_version(str(task))
+        what = (f"{version_token(str(task), version)} (now v{now})" if version != now else
+                f"{model} revision {recorded_revision(info)} (now {current_revision(str(model))})")
+        counts[what] = counts.get(what, 0) + 1
+    return counts
+
+
+def older_versions_note(rows: pd.DataFrame) -> str:
+    """What a folder holds beyond the current versions (the rows :func:`out_of_date` found), in one line."""
+    if rows.empty:
+        return ""
+    listed = "; ".join(f"{n} rows of {what}" for what, n in old_version_counts(rows).items())
+    return (f"not shown: {listed}, computed under versions that have changed since (rerun the same command to "
+            f"recompute them; `python -m harness stale` lists such folders)")
 
 
 @lru_cache(maxsize=64)
@@ -252,19 +310,20 @@ def default_weights_folder(model: str):
 
 
 def code_problem(rows: pd.DataFrame, task: str) -> str:
-    """Why the rows behind one table entry are not all from the current code and weights ("" when they
-    are, or when their code was not recorded): "mixed" (rows of several code versions) or "stale"
-    (code, or the model's default checkpoint, changed since)."""
+    """Why the rows behind one table entry are not all current ("" when they are): "stale" when they were computed
+    under another task version or model revision (readers leave such rows out before; this names any that reach
+    a table another way), or with weights other than the model's default checkpoint of now. The code digest each
+    row records is provenance: rows of two code versions of one task version are one result
+    (``harness.registry.versions``)."""
     infos = [parse_info(i) for i in rows["model_info"]] if "model_info" in rows else []
     identities = [i.get(IDENTITY) if isinstance(i.get(IDENTITY), dict) else None for i in infos]
-    codes = {i.get("code") for i in identities if i and i.get("code")}
-    if len(codes) > 1:
-        return f"mixed: its rows were computed by {len(codes)} versions of the code"
+    if {"task", "protocol", "model_info"} <= set(rows.columns) and len(rows):
+        named = rows.assign(model=rows["model_name"]) if "model_name" in rows else rows
+        if out_of_date(named).any():
+            return "stale: computed under a task version or model revision that has changed since (rerun the same " \
+                   "command to recompute)"
     names = set(rows["model_name"]) if "model_name" in rows else set(rows["model"])
     for name in names:
-        now = current_code(str(name), task) or scored_code(identities)
-        if codes and now is not None and codes != {now}:
-            return "stale: computed by code that has changed since (rerun the same command to recompute)"
         default = current_default_weights(str(name))
         if default is None:
             continue

@@ -171,6 +171,10 @@ class RecordStore:
                 out.setdefault(row["model"], []).append(float(row["seconds"]))
         return out
 
+    def rows(self) -> dict[str, dict[str, str]]:
+        """Current rows (the latest per key) as the file holds them: key -> column -> text."""
+        return {key: dict(row) for key, row in self._rows.items()}
+
     def frame(self) -> pd.DataFrame:
         """Current rows (the latest per key) as a DataFrame with typed metric columns."""
         return rows_to_frame(list(self._rows.values()))
@@ -208,14 +212,37 @@ class RecordStore:
             dropped = self._lines - 1 - len(self._rows)
             if dropped <= 0:
                 return 0
-            text = _csv_line(self._names) + "".join(_csv_line([row.get(c, "") for c in self._names])
-                                                     for row in self._rows.values())
-            tmp = self.path.with_name(f".{self.path.name}.compact")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, self.path)
+            self._rewrite(list(self._rows.values()))
         self._rows, self._offset, self._lines = {}, 0, 0
         self.refresh()
         return dropped
+
+    def replace_rows(self, changes: dict[str, dict[str, str]]) -> int:
+        """Rewrite the file with the latest row of each key, the rows of the keys in ``changes`` replaced by their
+        new values (a new key among them: a re-stamp re-keys a row), each where its key first appeared. Only a
+        re-stamp (``harness restamp``) changes finished rows: what identifies them, never their numbers. Returns the
+        number of rows replaced."""
+        if self.readonly:
+            raise RecordStoreError(f"{self.path}: opened read-only")
+        with self._locked() as fd:
+            self._read_new(fd)
+            rows = [{**row, **changes[key]} if key in changes else row for key, row in self._rows.items()]
+            for row in rows:
+                problem = row_problem(row)
+                if problem:
+                    raise ValueError(f"not a valid record after re-stamping row {row['key']}: {problem}")
+            self._rewrite(rows)
+        self._rows, self._offset, self._lines = {}, 0, 0
+        self.refresh()
+        return sum(1 for key in changes if key)
+
+    def _rewrite(self, rows: list[dict[str, str]]) -> None:
+        """Write ``rows`` beside the file and move them over it (under the lock the caller holds)."""
+        text = _csv_line(self._names) + "".join(_csv_line([row.get(c, "") for c in self._names]) for row in rows)
+        tmp = self.path.with_name(f".{self.path.name}.rewrite")
+        tmp.write_text(text, encoding="utf-8")
+        os.chmod(tmp, file_mode())
+        os.replace(tmp, self.path)
 
     @contextmanager
     def _locked(self) -> Iterator[int]:
@@ -419,11 +446,19 @@ def read_records(path: Path) -> pd.DataFrame:
     shape only) are left out before that, so they never reach a table, the leaderboard or the paper
     comparison, nor make the trained rows of the same model a second configuration:
     :func:`random_weight_rows` lists them.
+
+    Rows computed under another version of their task or another revision of their model than the current ones
+    (``harness.registry.versions``) are left out too: tables show current results only, and the frame's
+    ``attrs["older_versions"]`` says in one line what was left out (tables print it as a note).
     """
-    from harness.records.configurations import label_configurations
+    from harness.records.configurations import label_configurations, older_versions_note, out_of_date
 
     frame = _all_rows(path)
-    return label_configurations(frame[~_random(frame)])
+    frame = frame[~_random(frame)]
+    old = out_of_date(frame)
+    out = label_configurations(frame[~old])
+    out.attrs["older_versions"] = {task: older_versions_note(rows) for task, rows in frame[old].groupby("task")}
+    return out
 
 
 def random_weight_rows(path: Path) -> pd.DataFrame:

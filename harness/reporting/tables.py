@@ -628,10 +628,17 @@ def plain(text: str) -> str:
 
 def task_tables(frame: pd.DataFrame, task: str, models: list[str] | None = None,
                 datasets: list[str] | None = None) -> list[tuple[str, Table]]:
-    """Every table of a task as (file stem, table): the task's ``tables`` (``harness.tasks``)."""
+    """Every table of a task as (file stem, table): the task's ``tables`` (``harness.tasks``), each with a note
+    naming the rows of older versions the records hold and no table shows (``read_records``'s
+    ``attrs["older_versions"]``)."""
+    from dataclasses import replace
+
     from harness.registry.tasks import get_task
 
-    return get_task(task).tables(frame, models if models is not None else table_models(frame, task), datasets)
+    older = (frame.attrs.get("older_versions") or {}).get(task, "")
+    tables = get_task(task).tables(frame, models if models is not None else table_models(frame, task), datasets)
+    return [(stem, replace(table, notes=(*table.notes, older))) if older and isinstance(table, Table) else (stem, table)
+            for stem, table in tables]
 
 
 def file_stem(text: str) -> str:

@@ -2,9 +2,11 @@
 model and fold (each seed draws its own segments).
 
 Entries live under ``cell.cache_dir`` (the run's ``<out>/cache``), one folder per (model, options, spec,
-data, seed, code) and one array per test fold: the code digest (``cell.code``, the one the row records) is part
-of the key, so an entry computed by code that has changed since is never served. A module of its own, beside the cells rather than in them, so
-that a task uses it without reaching back into the code that calls the task.
+data, seed, task version, model revision) and one array per test fold. The versions follow the rule of the rows
+(``harness.registry.versions``): an entry of another task version or model revision is never served, and ``run
+--rerun`` empties the cache first, so that a rerun recomputes the embeddings too, never only the probe on top of
+them. A module of its own, beside the cells rather than in them, so that a task uses it without reaching back into
+the code that calls the task.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any, Callable
 import numpy as np
 
 from harness.records.store import file_mode
+from harness.registry.tasks import get_task
+from harness.registry.versions import task_version, version_token
 from protocols.classification import embed_segments
 from protocols.data import Dataset, dataset_fingerprint
 from protocols.interface import Model
@@ -38,13 +42,22 @@ def embeddings_of(cell: Any, dataset: Dataset, model: Model, segments, spec) -> 
 
 
 def embedding_key(cell: Any, dataset: Dataset) -> str:
-    """The embedding cache entry of (model, options, spec, data, seed, code): the seed draws the segments,
-    so every seed has its own pass; the budgets of one seed share it. The code digest keeps an edited model
-    (or protocol) from being served the embeddings of its earlier code."""
+    """The embedding cache entry of (model, options, spec, data, seed, task version, model revision): the seed
+    draws the segments, so every seed has its own pass; the budgets of one seed share it. The task's version and
+    the model's revision (in ``model_id`` from revision 2) keep a changed protocol or model from being served the
+    embeddings of before, as they keep its rows from being reused."""
+    version = version_token(cell.task, task_version(get_task(cell.task)))
     text = (f"{cell.model}|{cell.model_options}|{cell.spec.fingerprint()}|{dataset_fingerprint(dataset)}"
             f"|seed={cell.seed}" + (f"|model_id={cell.model_id}" if cell.model_id else "")  # other weights, same path
-            + f"|code={getattr(cell, 'code', '')}")
+            + f"|{version}")
     return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def clear_embeddings(cache_dir: Path) -> None:
+    """Forget every cached embedding under a run's cache (``run --rerun``: recompute, never reuse)."""
+    import shutil
+
+    shutil.rmtree(Path(cache_dir) / "embeddings", ignore_errors=True)
 
 
 def _cached_embeddings(root: Path, key: str, fold: str, compute) -> np.ndarray:

@@ -15,9 +15,10 @@ from harness.run.executor import EXECUTORS, make_executor
 from harness.run.progress import Progress
 from harness.records.store import KEY_FIELDS, RecordStore, RecordStoreError, row_key
 from harness.records.window_store import write_window_errors
-from harness.records.configurations import recorded_code, with_identity
+from harness.records.configurations import recorded_revision, with_identity
 from models.registry import get_spec, identity_digest, is_hub_id
 from harness.registry.tasks import get_task, task_options
+from harness.registry.versions import protocol_version, task_version, with_version
 from harness.run.adaptation import adapted_models, check_adaptation, is_adapted
 from harness.run.threads import single_thread_unless_set
 from harness.run.usage import check_models
@@ -109,7 +110,7 @@ class RunSummary:
     keys: list[str] = field(default_factory=list)  # every planned row's key
     device: str = "cpu"  # what --device resolved to
     identities: dict[str, dict[str, Any]] = field(default_factory=dict)  # model -> what its rows store (model_info)
-    recomputed: int = 0  # finished rows computed again because their code changed
+    recomputed: int = 0  # finished rows computed again because their task version or model revision changed
 
 
 def default_models(task: str = "forecasting") -> tuple[str, ...]:
@@ -364,7 +365,8 @@ def plan(config: RunConfig, cluster_gpus: int | None = None,
         data_fp = dataset_fingerprint(dataset)
         for seed in config.run_seeds:
             spec = config.specs(seed)
-            protocol = f"{spec.fingerprint()};data={data_fp}"
+            # the task's declared version leads the fingerprint: it decides whether a finished row is current
+            protocol = with_version(config.task, task_version(task), f"{spec.fingerprint()};data={data_fp}")
             summary.protocols.setdefault(label, set()).add(protocol)
             for model in model_names:
                 options = _model_options(config, model, device)
@@ -389,19 +391,21 @@ def plan(config: RunConfig, cluster_gpus: int | None = None,
 
 def model_identity(task: str, model: str, options: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
     """What a model's rows store beside their numbers (``model_info``, docs/records.md): the identity
-    digest that is part of their key, the options and weights it digests, and the code digest
-    (``harness.records.code_identity``) that a rerun compares to decide whether a finished row is still current."""
+    digest that is part of their key, the options and weights it digests, the model's declared revision (with the
+    task's version, what a rerun compares to decide whether a finished row is still current:
+    ``harness.registry.versions``) and the code digest (``harness.records.code_identity``: provenance only)."""
     from harness.records.code_identity import row_code
 
     if model in get_task(task).model_free:
-        return {"model_id": "", "options": {}, "code": row_code(model, task)}
+        return {"model_id": "", "options": {}, "revision": 1, "code": row_code(model, task)}
     spec = get_spec(model)
     parts = spec.identity_parts(**dict(options))
     given = dict(options).get("weights")
     out: dict[str, Any] = {
-        "model_id": identity_digest(parts), "code": row_code(model, task),
+        "model_id": identity_digest(parts), "revision": spec.revision, "code": row_code(model, task),
         # the options that are not the registered ones: what a table names a configuration by
-        "options": {k: v for k, v in sorted(parts.items()) if k != "weights" and spec.options.get(k, _UNSET) != v},
+        "options": {k: v for k, v in sorted(parts.items())
+                    if k not in ("weights", "revision") and spec.options.get(k, _UNSET) != v},
     }
     if "weights" in parts:
         out["weights"] = parts["weights"]
@@ -449,13 +453,18 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
     if config.executor == "ray":
         log(f"[ray] cells run as Ray tasks on {executor.cluster_cpus} CPU(s) and {executor.cluster_gpus} GPU(s)")
     store = RecordStore(config.records_path)
+    if config.rerun:  # derived files too: a rerun never builds on what an earlier run cached
+        from harness.run.embeddings import clear_embeddings
+
+        clear_embeddings(Path(config.out).resolve() / "cache")
     version = code_version()
     pending: list[tuple[Cell, dict[str, object]]] = []
     unavailable: dict[str, str | None] = {}
-    codes = {model: identity["code"] for model, identity in summary.identities.items()}
+    revisions = {model: identity.get("revision", 1) for model, identity in summary.identities.items()}
+    current_version = task_version(config.task_object)
 
     def current(cell: Cell, key: str) -> bool:
-        return row_is_current(store.get(key), codes.get(cell.model))
+        return row_is_current(store.get(key), config.task, current_version, revisions.get(cell.model, 1))
 
     for cell, fields in cells:
         key = str(fields["key"])
@@ -464,7 +473,7 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
             summary.skipped_done += 1
             continue
         if not config.rerun and store.is_done(key):
-            summary.recomputed += 1  # its code changed since: computed again, the new row supersedes it
+            summary.recomputed += 1  # of another version: computed again, the new row supersedes it
         if cell.model not in unavailable:
             unavailable[cell.model] = (None if cell.model in config.task_object.model_free else
                                        get_spec(cell.model).unavailable_reason(**dict(cell.model_options)))
@@ -535,12 +544,12 @@ def _shard(config: RunConfig, cells: list[tuple[Cell, dict[str, object]]], summa
     return mine
 
 
-def row_is_current(row: Mapping[str, str] | None, code: str | None) -> bool:
-    """A finished row of the current code (or of code not recorded: rows written before it was): a run skips it."""
+def row_is_current(row: Mapping[str, str] | None, task: str, version: int, revision: int) -> bool:
+    """A finished row of the task's current version and the model's current revision: a run skips it. What code
+    computed it (the digest in its identity) is provenance and decides nothing (``harness.registry.versions``)."""
     if row is None or row["status"] != "ok":
         return False
-    recorded = recorded_code(row["model_info"])
-    return recorded is None or recorded == code
+    return protocol_version(task, row["protocol"]) == version and recorded_revision(row["model_info"]) == revision
 
 
 def _write_result(store: RecordStore, row: dict[str, object]) -> None:

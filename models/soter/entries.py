@@ -26,7 +26,8 @@ EXTRA_ROOTS_ENV = "SOTER_BENCH_CHECKPOINTS"
 TASKS = ("forecasting", "imputation", "noise", "classification")
 FAITHFUL = "the paper's recipe"  # how every listing and table note names the faithful entry
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
-_FIELDS = {"name", "summary", "parent", "faithful", "default_tasks", "note", "note_tasks", "options", "limitations"}
+_FIELDS = {"name", "summary", "parent", "faithful", "default_tasks", "note", "note_tasks", "options", "limitations",
+           "revision"}
 _LIMITATION_FIELDS = {"note", "tasks", "protocol", "lifted_by"}  # models.registry.Limitation
 # adapter options an entry may set (models.soter.adapter.load_soter); the rest are the user's or the registry's
 _ENTRY_OPTIONS = {"rollout", "control_beyond", "per_channel", "batch_size", "output_bound"}
@@ -51,6 +52,7 @@ class ShippedEntry:
     options: dict[str, Any] = field(default_factory=dict)
     # its own documented limitations ([[limitations]] in entry.toml), beside every entry's control_limitations
     limitations: tuple[Limitation, ...] = ()
+    revision: int = 1  # the behaviour's declared revision (ModelSpec.revision): bumped when its numbers move
 
     def checkpoint_dir(self, weights: str | Path | None = None) -> Path:
         return Path(weights).expanduser() if weights else self.folder
@@ -78,7 +80,7 @@ class ShippedEntry:
             licence="MIT (this repository's weights)", check=f"{ref}.check", tasks=TASKS, default=default,
             options={"rollout": "per-query", "name": self.name, **self.options},
             default_weights=f"{ref}.checkpoint_dir", note=self.note, note_tasks=self.note_tasks,
-            limitations=(*control_limitations(self.name), *self.limitations))
+            limitations=(*control_limitations(self.name), *self.limitations), revision=self.revision)
 
 
 def control_limitations(name: str) -> tuple[Limitation, ...]:
@@ -126,12 +128,15 @@ def read_entry(folder: Path) -> ShippedEntry:
     options = raw.get("options", {})
     if not isinstance(options, dict) or set(options) - _ENTRY_OPTIONS:
         raise EntryError(f"{path}: options must be a table of {sorted(_ENTRY_OPTIONS)}")
+    revision = raw.get("revision", 1)
+    if not isinstance(revision, int) or isinstance(revision, bool) or revision < 1:
+        raise EntryError(f"{path}: revision must be a whole number >= 1")
     return ShippedEntry(
         name=raw["name"], folder=Path(folder), summary=raw["summary"], parent=str(raw.get("parent", "")),
         faithful=bool(raw.get("faithful", False)),
         default_tasks=_tasks(raw.get("default_tasks", []), f"{path}: default_tasks"),
         note=str(raw.get("note", "")), note_tasks=_tasks(raw.get("note_tasks", []), f"{path}: note_tasks"),
-        options=dict(options), limitations=_limitations(raw.get("limitations", []), path))
+        options=dict(options), limitations=_limitations(raw.get("limitations", []), path), revision=revision)
 
 
 def _limitations(value: Any, path: Path) -> tuple[Limitation, ...]:
