@@ -178,8 +178,8 @@ class ModelSpec:
     native_horizon: int | None = None  # steps one forward pass produces (`harness list`); None: not one number
     hub_weights: bool = False  # --weights may name a Hugging Face repository (ORG/REPO) instead of a folder
     paper_params: str | None = None  # its parameter count as the paper prints it (the System Overhead table)
-    # its behaviour's declared revision: bump it when a change moves its numbers (harness.registry.versions); part
-    # of its identity from 2 on, so that every row of revision 1 keeps its key
+    # its behaviour's declared revision: bump it when a change moves its numbers (harness.registry.versions). Rows
+    # record it; it is no part of their key (a cell keeps its key, the revision decides whether its row is current)
     revision: int = 1
     # relative difference within which two runs' numbers count as the same (golden tests, `harness restamp`);
     # None: its family's (FAMILY_TOLERANCE): exact for numpy baselines, a float tolerance for torch models
@@ -243,8 +243,6 @@ class ModelSpec:
         if weights is None and self.default_weights is not None:
             weights = _resolve(self.default_weights)()
         parts = {k: v for k, v in {**self.options, **options}.items() if k not in ("weights", "seed", "name")}
-        if self.revision != 1:
-            parts["revision"] = self.revision
         if weights is not None:
             path = Path(str(weights)).expanduser()
             parts["weights"] = weights_digest(path) if path.exists() else str(weights)

@@ -203,7 +203,7 @@ def test_rows_written_before_window_errors_kept_channels_break_down_from_their_c
 
 
 @pytest.mark.parametrize("by", [by_modality, by_subject])
-def test_a_breakdown_names_rows_of_mixed_code_as_the_task_tables_do(runs, by):
+def test_a_breakdown_names_rows_of_an_older_revision_as_the_task_tables_do(runs, by):
     import json
 
     _, out, frame = runs
@@ -211,7 +211,9 @@ def test_a_breakdown_names_rows_of_mixed_code_as_the_task_tables_do(runs, by):
     mine = rows.index[rows["model"] == "last-value"]
     info = json.loads(rows.loc[mine[0], "model_info"])
     info["identity"] = {**info["identity"], "code": "another-version"}
-    rows.loc[mine[0], "model_info"] = json.dumps(info)  # one row computed by other code than the rest
-    assert not any("mixed" in n for n in by(frame, "forecasting", out).notes)
+    rows.loc[mine[0], "model_info"] = json.dumps(info)  # another code digest: provenance, no mark
+    assert not any("stale" in n or "mixed" in n for n in by(rows, "forecasting", out).notes)
+    info["identity"] = {**info["identity"], "revision": 7}
+    rows.loc[mine[0], "model_info"] = json.dumps(info)  # one row of another revision
     notes = by(rows, "forecasting", out).notes
-    assert any(n.startswith("last-value on ") and "mixed: its rows were computed by 2 versions" in n for n in notes)
+    assert any(n.startswith("last-value on ") and "stale" in n for n in notes)

@@ -298,9 +298,11 @@ def test_exporting_classification_or_into_a_used_folder_is_refused(folder, tmp_p
         export_windows(RunConfig(task="classification", datasets=(str(folder),)), tmp_path / "c")
 
 
-def test_rows_scored_by_code_that_changed_are_stale(folder, tmp_path):
-    """A scored row keeps the digest of the code that scored it; when that code changes, tables mark it."""
+def test_rows_scored_under_an_older_task_version_are_left_out(folder, tmp_path, monkeypatch):
+    """A scored row carries its task's version like every row: a bump leaves it out of the tables, with a note; a
+    code edit alone (another digest) does not."""
     from harness.records.configurations import code_problem, parse_info, with_identity
+    from harness.registry import versions
 
     config = _config("forecasting", folder, tmp_path / "o", settings=(Setting(48, 24),))
     export_windows(config, tmp_path / "w")
@@ -308,10 +310,19 @@ def test_rows_scored_by_code_that_changed_are_stale(folder, tmp_path):
     save_predictions(tmp_path / "p.npz", windows, last_value(windows))
     score_predictions(tmp_path / "w", tmp_path / "p.npz", "mine", tmp_path / "out")
     rows = read_records(tmp_path / "out" / "records.csv")
-    assert code_problem(rows, "forecasting") == ""
+    assert code_problem(rows, "forecasting") == "" and rows["protocol"].str.startswith("forecasting-v1;").all()
     identity = parse_info(rows["model_info"].iloc[0])["identity"]
-    old = rows.assign(model_info=[with_identity(i, {**identity, "code": "0" * 12}) for i in rows["model_info"]])
-    assert code_problem(old, "forecasting").startswith("stale")
+    edited = rows.assign(model_info=[with_identity(i, {**identity, "code": "0" * 12}) for i in rows["model_info"]])
+    assert code_problem(edited, "forecasting") == ""
+    monkeypatch.setitem(versions.TASK_VERSIONS, "forecasting", 2)
+    from harness.records import configurations
+
+    configurations.current_task_version.cache_clear()
+    try:
+        bumped = read_records(tmp_path / "out" / "records.csv")
+        assert bumped.empty and "rows of forecasting-v1 (now v2)" in bumped.attrs["older_versions"]["forecasting"]
+    finally:
+        configurations.current_task_version.cache_clear()
 
 
 def test_the_worked_example_of_the_docs_runs(folder, tmp_path, monkeypatch, capsys):

@@ -343,9 +343,9 @@ def test_the_report_shows_a_latency_whose_batch_was_cut_short(tmp_path):
     assert row["Status"] == "ok (batch of 32: not measured: over 600 s)"
 
 
-def test_the_accuracy_vs_cost_plot_leaves_out_rows_of_mixed_code(random_run):
-    """As the tables and statistics do since #27: a model whose forecasting rows were computed by two
-    versions of the code has no accuracy to plot; it is named with why."""
+def test_the_accuracy_vs_cost_plot_leaves_out_rows_of_an_older_revision(random_run):
+    """As the tables and statistics do: a model whose forecasting rows were computed under another revision than
+    its current one has no accuracy to plot; it is named with why. Two code digests alone are provenance."""
     from harness.records.configurations import IDENTITY, parse_info
     from harness.reporting.overhead import accuracy_points, read_overhead
     from harness.reporting.paper_cells import paper_model_names
@@ -355,17 +355,19 @@ def test_the_accuracy_vs_cost_plot_leaves_out_rows_of_mixed_code(random_run):
     frame = read_records(folder / "records.csv")
     soter = frame.index[frame.model == "soter"]
 
-    def with_code(info: str, code: str) -> str:
+    def with_identity(info: str, **values: object) -> str:
         parsed = parse_info(info)
-        return json.dumps({**parsed, IDENTITY: {**parsed.get(IDENTITY, {}), "code": code}})
+        return json.dumps({**parsed, IDENTITY: {**parsed.get(IDENTITY, {}), **values}})
 
-    frame.loc[soter, "model_info"] = [with_code(frame.at[i, "model_info"], f"code{n % 2}")
+    frame.loc[soter, "model_info"] = [with_identity(frame.at[i, "model_info"], code=f"code{n % 2}")
                                       for n, i in enumerate(soter)]
     ours = read_overhead(_overhead_csv(folder.parent))
     left_out: list[tuple[str, str]] = []
+    assert "SOTER" in set(accuracy_points(ours, frame, paper_model_names(), left_out).model) and not left_out
+    frame.loc[soter[:1], "model_info"] = [with_identity(frame.at[soter[0], "model_info"], revision=9)]
     points = accuracy_points(ours, frame, paper_model_names(), left_out)
     assert set(points.model) == {"last-value"}
-    assert [what for what, _ in left_out] == ["accuracy against cost: SOTER"] and "mixed" in left_out[0][1]
+    assert [what for what, _ in left_out] == ["accuracy against cost: SOTER"] and "stale" in left_out[0][1]
 
 
 def test_rows_without_a_batch_add_no_column_and_say_their_status_once(tmp_path):

@@ -107,7 +107,7 @@ def test_a_checksum_file_that_does_not_verify_is_not_trusted(folder, tmp_path):
     assert set(rows["status"]) == {"error"} and rows["error"].str.contains("SHA-256 does not match").all()
 
 
-# -- item 2: code changes ---------------------------------------------------------------------------------
+# -- code changes: declared revisions decide, the code digest is provenance ----------------------------------
 PLUGIN = '''
 import numpy as np
 from models.registry import register_model
@@ -116,7 +116,7 @@ from protocols.interface import Capabilities, Model
 OFFSET = {offset}
 
 
-@register_model(description="test only: last value plus an offset", default=False)
+@register_model(description="test only: last value plus an offset", default=False, revision={revision})
 class OffsetLastValue(Model):
     name = "test-offset-last-value"
     capabilities = Capabilities(multivariate=True)
@@ -129,8 +129,8 @@ class OffsetLastValue(Model):
 '''
 
 
-def _plugin(tmp_path: Path, offset: float) -> dict[str, str]:
-    (tmp_path / "trust_plugin.py").write_text(textwrap.dedent(PLUGIN.format(offset=offset)))
+def _plugin(tmp_path: Path, offset: float, revision: int = 1) -> dict[str, str]:
+    (tmp_path / "trust_plugin.py").write_text(textwrap.dedent(PLUGIN.format(offset=offset, revision=revision)))
     return {"PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}", "SOTER_BENCH_PLUGINS": "trust_plugin"}
 
 
@@ -139,32 +139,51 @@ def _run_cli(folder: Path, out: Path, env: dict, *settings: str) -> subprocess.C
                 *(settings or ("48/24",)), "--max-windows-per-subject", "2", "--out", str(out), "--no-progress", env=env)
 
 
-@pytest.mark.slow  # issue #44: run in .ci/run's second phase (pytest -m slow)
-def test_a_committed_code_change_recomputes_instead_of_reusing(folder, tmp_path):
+@pytest.mark.slow  # subprocess runs: .ci/run's second phase (pytest -m slow)
+def test_a_revision_bump_recomputes_and_a_code_edit_alone_does_not(folder, tmp_path):
     out = tmp_path / "out"
     done = _run_cli(folder, out, _plugin(tmp_path, 0.0))
     assert done.returncode == 0, done.stderr
     before = _metrics(out / "records.csv")
-    changed = _run_cli(folder, out, _plugin(tmp_path, 0.5))
+    env = _plugin(tmp_path, 0.0)
+    (tmp_path / "trust_plugin.py").write_text((tmp_path / "trust_plugin.py").read_text() + "\n# an edit\n")
+    edited = _run_cli(folder, out, env)  # another code digest, the same behaviour, no bump: nothing recomputed
+    assert "3 cells: 3 already done, 0 run now" in edited.stdout
+    changed = _run_cli(folder, out, _plugin(tmp_path, 0.5, revision=2))  # moved numbers, declared
     assert changed.returncode == 0, changed.stderr
-    assert "3 cells: 0 already done, 3 run now (3 of them recomputed: their code changed)" in changed.stdout
+    assert "3 cells: 0 already done, 3 run now (3 of them recomputed" in changed.stdout
     after = _metrics(out / "records.csv")
     assert (after["key"] == before["key"]).all() and (after["rmse"] > before["rmse"]).all()  # same keys, new rows
-    fresh = _run_cli(folder, tmp_path / "fresh", _plugin(tmp_path, 0.5))
+    fresh = _run_cli(folder, tmp_path / "fresh", _plugin(tmp_path, 0.5, revision=2))
     pd.testing.assert_frame_equal(after, _metrics(tmp_path / "fresh" / "records.csv"))
-    same = _run_cli(folder, out, _plugin(tmp_path, 0.5))
+    same = _run_cli(folder, out, _plugin(tmp_path, 0.5, revision=2))
     assert "3 cells: 3 already done, 0 run now" in same.stdout
 
 
-def test_rows_of_two_code_versions_are_never_pooled_silently(folder, tmp_path):
+def test_rows_of_an_older_revision_are_left_out_of_tables_with_a_note(folder, tmp_path):
     out = tmp_path / "out"
     assert _run_cli(folder, out, _plugin(tmp_path, 0.0), "48/24").returncode == 0
-    assert _run_cli(folder, out, _plugin(tmp_path, 0.5), "72/36").returncode == 0  # 48/24 is not rerun
-    table = _cli("table", "forecasting", "--out", str(out), "--format", "markdown", env=_plugin(tmp_path, 0.5))
+    assert _run_cli(folder, out, _plugin(tmp_path, 0.5, revision=2), "72/36").returncode == 0  # 48/24 not rerun
+    table = _cli("table", "forecasting", "--out", str(out), "--format", "markdown",
+                 env=_plugin(tmp_path, 0.5, revision=2))
     assert table.returncode == 0, table.stderr
     row = next(line for line in table.stdout.splitlines() if line.startswith("| test-offset-last-value"))
-    assert "**" not in row and "<u>" not in row and row.count("†") == 2
-    assert "mixed: its rows were computed by 2 versions of the code" in table.stdout
+    assert "†" not in row  # only the current revision's rows, complete for the one setting they hold
+    assert "not shown: 3 rows of test-offset-last-value revision 1 (now 2)" in table.stdout
+
+
+def test_rows_of_two_code_digests_of_one_revision_are_one_result(folder, tmp_path):
+    """The code digest is provenance: a refactor between two runs of one configuration marks nothing."""
+    out = tmp_path / "out"
+    assert _run_cli(folder, out, _plugin(tmp_path, 0.0), "48/24").returncode == 0
+    (tmp_path / "trust_plugin.py").write_text((tmp_path / "trust_plugin.py").read_text() + "\n# a comment\n")
+    env = {"PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}", "SOTER_BENCH_PLUGINS": "trust_plugin"}
+    assert _run_cli(folder, out, env, "72/36").returncode == 0
+    codes = {json.loads(i)["identity"]["code"] for i in pd.read_csv(out / "records.csv")["model_info"]}
+    assert len(codes) == 2  # two digests recorded ...
+    table = _cli("table", "forecasting", "--out", str(out), "--format", "markdown", env=env)
+    row = next(line for line in table.stdout.splitlines() if line.startswith("| test-offset-last-value"))
+    assert "†" not in row and "mixed" not in table.stdout and "stale" not in table.stdout  # ... one result
 
 
 # -- item 3: an ok row with a metric that is not finite ----------------------------------------------------

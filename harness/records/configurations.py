@@ -338,20 +338,6 @@ def code_problem(rows: pd.DataFrame, task: str) -> str:
     return ""
 
 
-def scored_code(identities: list[dict[str, Any] | None]) -> str | None:
-    """The current code digest of rows scored from a predictions file (``harness score``), which name no
-    registered model: the digest of the harness modules their identity names (the task's and the scorer's)."""
-    modules = {tuple(i.get("modules") or ()) for i in identities if i and i.get("source") == SCORED}
-    if len(modules) != 1:
-        return None
-    found = next(iter(modules))
-    if not found or not all(isinstance(m, str) and m.startswith("harness.") for m in found):
-        return None
-    from harness.records.code_identity import code_digest
-
-    return code_digest(found)
-
-
 def scored_notes(rows: pd.DataFrame, models) -> tuple[str, ...]:
     """A note per table row scored from a predictions file: made outside the harness, named by the file's digest."""
     notes = []

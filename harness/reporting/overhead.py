@@ -144,7 +144,7 @@ def accuracy_points(ours: pd.DataFrame, frame: pd.DataFrame, names: dict[str, st
     seconds per sample and mean RMSE x100 over the forecasting cells (dataset, fold, setting, condition, seed)
     that every plotted model finished ok, so that no model's mean is over easier or fewer cells than another's.
     A model that shares no cell with the others is left out (the one with the fewest cells first), as is one
-    whose rows mix code versions or come from changed code or default weights; each is appended to
+    whose rows come from an older task version, model revision or default weights; each is appended to
     ``left_out`` with why."""
     from harness.records.configurations import code_problem
 

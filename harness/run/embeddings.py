@@ -23,6 +23,7 @@ import numpy as np
 from harness.records.store import file_mode
 from harness.registry.tasks import get_task
 from harness.registry.versions import task_version, version_token
+from models.registry import get_spec
 from protocols.classification import embed_segments
 from protocols.data import Dataset, dataset_fingerprint
 from protocols.interface import Model
@@ -44,9 +45,11 @@ def embeddings_of(cell: Any, dataset: Dataset, model: Model, segments, spec) -> 
 def embedding_key(cell: Any, dataset: Dataset) -> str:
     """The embedding cache entry of (model, options, spec, data, seed, task version, model revision): the seed
     draws the segments, so every seed has its own pass; the budgets of one seed share it. The task's version and
-    the model's revision (in ``model_id`` from revision 2) keep a changed protocol or model from being served the
-    embeddings of before, as they keep its rows from being reused."""
+    the model's revision keep a changed protocol or model from being served the embeddings of before, as they keep
+    its rows from being reused."""
     version = version_token(cell.task, task_version(get_task(cell.task)))
+    if cell.model not in get_task(cell.task).model_free:
+        version += f"|revision={get_spec(cell.model).revision}"
     text = (f"{cell.model}|{cell.model_options}|{cell.spec.fingerprint()}|{dataset_fingerprint(dataset)}"
             f"|seed={cell.seed}" + (f"|model_id={cell.model_id}" if cell.model_id else "")  # other weights, same path
             + f"|{version}")

@@ -110,7 +110,7 @@ class RunSummary:
     keys: list[str] = field(default_factory=list)  # every planned row's key
     device: str = "cpu"  # what --device resolved to
     identities: dict[str, dict[str, Any]] = field(default_factory=dict)  # model -> what its rows store (model_info)
-    recomputed: int = 0  # finished rows computed again because their task version or model revision changed
+    recomputed: int = 0  # finished rows computed again: their task's version or their model's revision changed
 
 
 def default_models(task: str = "forecasting") -> tuple[str, ...]:
@@ -404,8 +404,7 @@ def model_identity(task: str, model: str, options: tuple[tuple[str, Any], ...]) 
     out: dict[str, Any] = {
         "model_id": identity_digest(parts), "revision": spec.revision, "code": row_code(model, task),
         # the options that are not the registered ones: what a table names a configuration by
-        "options": {k: v for k, v in sorted(parts.items())
-                    if k not in ("weights", "revision") and spec.options.get(k, _UNSET) != v},
+        "options": {k: v for k, v in sorted(parts.items()) if k != "weights" and spec.options.get(k, _UNSET) != v},
     }
     if "weights" in parts:
         out["weights"] = parts["weights"]
