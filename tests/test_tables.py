@@ -54,7 +54,8 @@ def test_text_markdown_latex_render_exactly():
     assert md[4] == "| A | **22.07** ± 11.21 | **2.00** ± 1.41 |"
     assert md[5] == "| B | 45.00 ± 7.07 | 4.50 ± 0.71 |"
     assert md[6] == "| C | 10.00† | 1.00† |"
-    assert md[-1] == "† C on toy: 1/2 settings complete (RuntimeError: boom)"
+    assert md[-2] == "† C on toy: 1/2 settings complete (RuntimeError: boom)"
+    assert md[-1] == "Note: provenance: forecasting-v1; computed by code not recorded (12 rows)"  # a plain note
     tex = render(table, "latex")
     assert r"A & $\mathbf{22.07}_{\pm 11.21}$ & $\mathbf{2.00}_{\pm 1.41}$ \\" in tex
     assert r"C & $10.00^{\dagger}$ & $1.00^{\dagger}$ \\" in tex

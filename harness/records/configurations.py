@@ -348,10 +348,3 @@ def scored_notes(rows: pd.DataFrame, models) -> tuple[str, ...]:
             notes.append(f"{model}: forecasts made outside the harness, scored from a predictions file "
                          f"(sha256 {', '.join(digests)}...) by harness score")
     return tuple(notes)
-
-
-def unrecorded_code(rows: pd.DataFrame) -> int:
-    """How many rows were written before the code behind each row was recorded."""
-    if "model_info" not in rows:
-        return 0
-    return sum(1 for i in rows["model_info"] if recorded_code(i) is None)

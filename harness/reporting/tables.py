@@ -282,12 +282,12 @@ def error_table(frame: pd.DataFrame, task: str, condition: str | None = None, mo
                              + (f" ({reasons})" if reasons else ""))
             if problem:
                 notes.append(f"{model} on {ds}: {problem}")
-    notes += unrecorded_note(rows)
     measured = [m for m in models if any(e.status == "ok" for (name, _), e in entries.items() if name == m)]
     from harness.records.configurations import scored_notes
 
     return grouped(Table(caption, columns, tuple(models), entries, tuple(notes),
-                         model_notes(registry_names(rows, measured), task) + scored_notes(rows, measured)), rows)
+                         model_notes(registry_names(rows, measured), task) + scored_notes(rows, measured)
+                         + provenance_notes(rows)), rows)
 
 
 # -- tables of per-row metrics ------------------------------------------------------------
@@ -348,9 +348,10 @@ def metric_table(frame: pd.DataFrame, task: str, condition: str, metrics, models
     datasets = datasets or list(dict.fromkeys(rows["dataset"]))
     models = models or list(dict.fromkeys(rows["model"]))
     columns, entries, notes = metric_columns(rows, task, models, [(ds, ds, condition) for ds in datasets], metrics)
-    notes = list(dict.fromkeys(notes)) + unrecorded_note(rows)
+    notes = list(dict.fromkeys(notes))
     return grouped(Table(caption, tuple(columns), tuple(models), entries, tuple(notes),
-                         model_notes(registry_names(rows, measured_models(entries)), task)), rows)
+                         model_notes(registry_names(rows, measured_models(entries)), task) + provenance_notes(rows)),
+                   rows)
 
 
 def reps_of(task: str) -> list[str]:
@@ -389,16 +390,22 @@ def registry_names(frame: pd.DataFrame, models) -> list[str]:
     return list(dict.fromkeys(names.get(m, m) for m in models))
 
 
-def unrecorded_note(rows: pd.DataFrame) -> list[str]:
-    """A note when rows predate the code identity (their code cannot be compared with the current one)."""
-    from harness.records.configurations import unrecorded_code
+def provenance_notes(rows: pd.DataFrame) -> tuple[str, ...]:
+    """The provenance of the rows: the task versions they were computed under and the code digests that computed
+    them (the versions decide whether a row is current; the digests only say by what code, docs/records.md)."""
+    from harness.records.configurations import recorded_code
+    from harness.registry.versions import protocol_version, version_token
 
-    described = rows[rows["model_info"].fillna("") != ""] if "model_info" in rows else rows.iloc[:0]
-    n = unrecorded_code(described)
-    if not n:
-        return []
-    return [f"{n} of these rows were written before soter-bench recorded the code behind each row: a change of "
-            "code since then cannot be detected in them (run --rerun recomputes them)"]
+    if rows.empty or "protocol" not in rows:
+        return ()
+    tokens = sorted({version_token(str(t), protocol_version(str(t), str(p))) for t, p in zip(rows["task"], rows["protocol"])})
+    codes: dict[str, int] = {}
+    for info in rows["model_info"] if "model_info" in rows else ():
+        code = recorded_code(info) or "not recorded"
+        codes[code] = codes.get(code, 0) + 1
+    shown = ", ".join(f"{code} ({n} rows)" for code, n in sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))[:4])
+    more = f" and {len(codes) - 4} more" if len(codes) > 4 else ""
+    return (f"provenance: {', '.join(tokens)}; computed by code {shown}{more}",)
 
 
 def model_notes(models, task: str | None = None) -> tuple[str, ...]:

@@ -72,7 +72,7 @@ class Classification(Task):
         """Macro-F1 and Macro-AUROC per dataset at one label budget, and the Macro-AUROC averaged over the
         datasets (a model needs a number on every one)."""
         from harness.reporting.tables import (Column, Entry, Table, grouped, measured_models, metric_columns,
-                                              model_notes, registry_names, unrecorded_note)
+                                              model_notes, provenance_notes, registry_names)
 
         rows = frame[frame["task"] == self.name]
         if rows.empty:
@@ -96,11 +96,12 @@ class Classification(Task):
                                               len(datasets), "ok",
                                               "" if marked is None else (marked.problem or "partial"))
         notes = tuple(dict.fromkeys(problems)) + tuple(sorted({n for d in rows["details"] if isinstance(d, str) and d
-                                                               for n in _notes(d)})) + tuple(unrecorded_note(rows))
+                                                               for n in _notes(d)}))
         caption = (f"Linear-probe classification ({budget.split('=')[-1]} of the training labels): Macro-F1 and "
                    "Macro-AUROC x100 on pooled LOSO predictions, mean ± std over seeds.")
         return grouped(Table(caption, tuple(columns), tuple(models), entries, notes,
-                             model_notes(registry_names(rows, measured_models(entries)), self.name)), rows)
+                             model_notes(registry_names(rows, measured_models(entries)), self.name)
+                             + provenance_notes(rows)), rows)
 
     def label_efficiency_table(self, frame, dataset: str, models=None):
         """Macro-F1 and Macro-AUROC on one dataset at each label budget (a column group per budget)."""
