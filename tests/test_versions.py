@@ -249,3 +249,42 @@ def test_restamp_writes_nothing_when_a_number_moved(toy, tmp_path, monkeypatch):
     report = restamp(_forecast(toy, out), sample=None, log=lambda m: None)
     assert len(report.moved) == report.verified == 6 and report.restamped == 0
     assert (out / "records.csv").read_bytes() == data
+
+
+def test_a_real_comment_and_private_rename_leave_the_committed_tables_and_folders_as_they_were(tmp_path):
+    """The acceptance, on a copy of the tree: a comment in protocols/windows.py and harness/tasks/base.py and a
+    private rename in harness/tasks/forecasting.py change the code digest; `table` marks nothing and `stale`
+    finds every committed folder current."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    repo = RESULTS.parent
+    copy = tmp_path / "tree"
+    for package in ("protocols", "models", "baselines", "harness", "results"):
+        shutil.copytree(repo / package, copy / package, ignore=shutil.ignore_patterns("__pycache__", "runs"))
+    (copy / "protocols" / "windows.py").write_text((repo / "protocols" / "windows.py").read_text() + "\n# a comment\n")
+    (copy / "harness" / "tasks" / "base.py").write_text("# a comment\n" + (repo / "harness" / "tasks" / "base.py").read_text())
+    source = (repo / "harness" / "tasks" / "forecasting.py").read_text()
+    renamed = source.replace("fold = get_fold(", "test_fold = get_fold(").replace(
+        "evaluate_forecasting(model, dataset, fold,", "evaluate_forecasting(model, dataset, test_fold,")
+    assert renamed.count("test_fold") == 2  # a private rename: one local name, defined and used
+    (copy / "harness" / "tasks" / "forecasting.py").write_text(renamed)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SOTER_BENCH_")}, "PYTHONPATH": str(copy),
+           "HF_HUB_OFFLINE": "1"}
+
+    def harness(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "harness", *args], cwd=copy, env=env, capture_output=True,
+                              text=True)
+
+    found = subprocess.run([sys.executable, "-c", "from harness.records.code_identity import row_code; "
+                            "print(row_code('last-value', 'forecasting'))"], cwd=copy, env=env, capture_output=True,
+                           text=True)
+    digest = found.stdout.strip()
+    assert digest and digest != code_identity.row_code("last-value", "forecasting"), found.stderr  # the edit shows
+    stale = harness("stale", "results")
+    assert stale.returncode == 0 and "0 of 8 folders out of date" in stale.stdout, stale.stdout + stale.stderr
+    table = harness("table", "forecasting", "--out", "results/cohort", "--format", "markdown")
+    assert table.returncode == 0, table.stderr
+    assert "†" not in table.stdout and "stale" not in table.stdout and "not shown" not in table.stdout
