@@ -20,6 +20,7 @@ import numpy as np
 
 from harness.run.cells import WINDOW_ERRORS, cached_dataset
 from harness.records.code_identity import code_digest
+from harness.registry.versions import stamped
 from harness.records.configurations import SCORED, with_identity
 from harness.external.layout import (
     FINGERPRINT, QUANTILES, ExportFormatError, Manifest, Unit, file_digest, read_manifest, read_unit,
@@ -233,7 +234,8 @@ def _check_units(planned, manifest: Manifest) -> None:
                                 f"{len(planned)}; export again")
     for (cell, fields), unit in zip(planned, manifest.units):
         now = (str(fields["dataset"]), cell.fold, cell.setting, cell.condition, cell.seed, str(fields["protocol"]))
-        then = (unit.dataset, unit.fold, unit.setting, unit.condition, unit.seed, unit.protocol)
+        # an export written before versions were declared has no token: it was of version 1
+        then = (unit.dataset, unit.fold, unit.setting, unit.condition, unit.seed, stamped(cell.task, unit.protocol))
         if now != then:
             raise ExportFormatError(f"{unit.describe()}: the dataset or protocol differs from the export's (protocol "
                                     f"{unit.protocol!r} then, {fields['protocol']!r} now); export again")

@@ -15,6 +15,7 @@ from typing import Any
 from harness.records.store import RecordStore
 from harness.run.costs import (cell_cost, cell_samples, load_seconds, median_seconds, random_weights,
                                read_calibration)
+from harness.registry.versions import task_version
 from harness.run.runner import RunConfig, plan, row_is_current
 
 
@@ -35,7 +36,8 @@ def estimate_plan(config: RunConfig, started: float | None = None) -> dict[str, 
                               if r["task"] == config.task and r["status"] == "ok" and r["seconds"])
     rates = read_calibration()
     samples = cell_samples((cell for cell, _ in cells), loaded)
-    codes = {m: identity["code"] for m, identity in summary.identities.items()}
+    revisions = {m: identity.get("revision", 1) for m, identity in summary.identities.items()}
+    version = task_version(config.task_object)
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     randoms: dict[str, bool] = {}
     for cell, fields in cells:
@@ -44,7 +46,8 @@ def estimate_plan(config: RunConfig, started: float | None = None) -> dict[str, 
             "model": cell.model, "dataset": str(fields["dataset"]), "cells": 0, "cached": 0, "to_run": 0,
             "samples": 0, "cpu_seconds": 0.0, "gpu_seconds": 0.0, "sources": set()})
         g["cells"] += 1
-        if not config.rerun and row_is_current(rows_in_out.get(str(fields["key"])), codes.get(cell.model)):
+        if not config.rerun and row_is_current(rows_in_out.get(str(fields["key"])), config.task, version,
+                                              revisions.get(cell.model, 1)):
             g["cached"] += 1
             continue
         g["to_run"] += 1
