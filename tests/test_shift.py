@@ -11,8 +11,8 @@ import pytest
 
 from protocols.forecasting import evaluate_forecasting, fold_training_series, fold_windows
 from protocols.scaling import fit_fold_scaler
-from protocols.shift import NO_SHIFT, Shift, ShiftSpec, evaluate_shift, parse_condition, shifted_dataset
-from protocols.specs import SamplingSpec, Setting, SpecError
+from protocols.shift import evaluate_shift, parse_condition, shifted_dataset
+from protocols.specs import NO_SHIFT, SamplingSpec, Setting, Shift, ShiftSpec, SpecError
 from protocols.splits import get_fold
 from tests.conftest import make_dataset
 

@@ -13,11 +13,8 @@ import json
 import numpy as np
 
 from harness.registry.metrics import Metric
-from harness.registry.options import MAX_WINDOWS_PER_SUBJECT, SETTINGS, given
-from harness.tasks.base import Task
-from harness.tasks.forecasting import sampling, setting_capable
+from harness.tasks.forecasting_base import ForecastingWindows
 from protocols.calibration import NOMINAL, CalibrationCounts, evaluate_calibration, pool
-from protocols.specs import ForecastingSpec
 from protocols.splits import get_fold
 
 COVERAGE = tuple(Metric(f"coverage_{round(p * 100)}", f"{p:.0%} cov.", nan_when_ok=True) for p in NOMINAL)
@@ -32,20 +29,12 @@ CAPTION = ("Calibration: empirical coverage of the central 50/80/90 % intervals 
            "n/a.")
 
 
-class Calibration(Task):
+class Calibration(ForecastingWindows):
     name = "calibration"
     description = "calibration of quantile forecasts (coverage of central 50/80/90 % intervals, PIT histogram)"
-    default_seeds = (0,)
     figure = "calibration (PIT histograms, reliability diagram)"
-    options = (SETTINGS, MAX_WINDOWS_PER_SUBJECT)
     metrics = (*COVERAGE, CALIBRATION_ERROR, PIT_DEVIATION)
     ok_fields = ("n_points",)
-
-    def spec(self, options, seed):
-        return ForecastingSpec(**given(settings=options.settings), sampling=sampling(options, seed))
-
-    def points(self, spec):
-        return [(s, "clean", None) for s in spec.settings]
 
     def default_models(self):
         """Forecasting's default models (point forecasters: their rows say why they have no interval) and
@@ -58,7 +47,7 @@ class Calibration(Task):
                            else ())
 
     def capable(self, model, cell):
-        why = setting_capable(model, cell)
+        why = super().capable(model, cell)
         if why is None and not model.capabilities.quantiles:
             return f"{cell.model} gives {POINT_ONLY} (no quantiles): it has no interval to check"
         return why

@@ -4,25 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.registry.options import MAX_WINDOWS_PER_SUBJECT, SETTINGS, given
 from harness.tasks.base import ErrorTask, cells_frame, paper_cell
+from harness.tasks.forecasting_base import ForecastingWindows
 from protocols.forecasting import evaluate_forecasting
-from protocols.specs import ForecastingSpec, SamplingSpec
 from protocols.splits import get_fold
-
-
-def sampling(options, seed: int) -> SamplingSpec:
-    """How forecasting-type tasks draw their windows: the seed, and --max-windows-per-subject if given."""
-    return SamplingSpec(seed=seed, **given(max_windows_per_subject=options.max_windows_per_subject))
-
-
-def setting_capable(model, cell) -> str | None:
-    """A forecasting setting needs a model that forecasts and supports its context and horizon."""
-    caps = model.capabilities
-    s = cell.point
-    if not caps.forecast or not caps.supports_setting(s.context, s.horizon):
-        return f"{cell.model} does not support forecasting setting {cell.setting}"
-    return None
 
 
 SETTING_TABLES = {"48/24": "tab:e-win24", "72/36": "tab:e-win36", "96/48": "tab:e-win48", "128/64": "tab:e-win64"}
@@ -32,24 +17,13 @@ CAPTION = ("Zero-shot forecasting: RMSE and MAE in normalised space, x100, mean 
            "(folds pooled).")
 
 
-class Forecasting(ErrorTask):
+class Forecasting(ForecastingWindows, ErrorTask):
     name = "forecasting"
     description = "zero-shot forecasting (RMSE, MAE per context/horizon setting)"
-    default_seeds = (0,)
     scores_windows = True
     horizon_curves = True
     replicates = ("setting",)
     replicate_words = "settings"
-    options = (SETTINGS, MAX_WINDOWS_PER_SUBJECT)
-
-    def spec(self, options, seed):
-        return ForecastingSpec(**given(settings=options.settings), sampling=sampling(options, seed))
-
-    def points(self, spec):
-        return [(s, "clean", None) for s in spec.settings]
-
-    def capable(self, model, cell):
-        return setting_capable(model, cell)
 
     def evaluate(self, cell, dataset, model):
         fold = get_fold(dataset, cell.fold)
