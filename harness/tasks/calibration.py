@@ -78,12 +78,9 @@ class Calibration(ForecastingWindows):
         from harness.reporting.tables import Column, Entry, Table, grouped, model_notes, registry_names, SCALE
         from protocols.metrics import mean_std
 
-        rows = frame[frame["task"] == self.name]
+        rows, per, datasets, models = self._selection(frame, models, datasets)
         if rows.empty:
             return Table(CAPTION, (), (), {}, (f"no {self.name} records",))
-        per = replicates(rows)
-        datasets = datasets or list(dict.fromkeys(rows["dataset"]))
-        models = models or list(dict.fromkeys(rows["model"]))
         columns, entries, notes = [], {}, []
         point_only: dict[str, list[str]] = {}
         for ds in datasets:
@@ -129,12 +126,9 @@ class Calibration(ForecastingWindows):
         caption = (f"Calibration statistics: coverage (x100) pooled over settings and folds, with a 95 % percentile "
                    f"interval from {BOOTSTRAP} bootstrap resamples of the test subjects (seed 0); few "
                    "subjects give a coarse interval.")
-        rows = frame[frame["task"] == self.name]
+        rows, per, datasets, models = self._selection(frame, models, datasets)
         if rows.empty:
             return Table(caption, (), (), {}, (f"no {self.name} records",))
-        per = replicates(rows)
-        datasets = datasets or list(dict.fromkeys(rows["dataset"]))
-        models = models or list(dict.fromkeys(rows["model"]))
         columns, entries, notes = [], {}, []
         for ds in datasets:
             labels = [w for p in NOMINAL for w in (f"{p:.0%} cov.", f"{p:.0%} lo", f"{p:.0%} hi")]
@@ -157,6 +151,14 @@ class Calibration(ForecastingWindows):
                     entries[(model, col)] = (Entry(v, np.nan, 1, 1, "ok") if np.isfinite(v)
                                              else Entry(np.nan, np.nan, 0, 1, "n/a"))
         return Table(caption, tuple(columns), tuple(models), entries, tuple(notes + levels_notes(per)))
+
+    def _selection(self, frame, models, datasets):
+        """(the task's rows, their replicates, the datasets and models of a table: those given, else the rows')."""
+        rows = frame[frame["task"] == self.name]
+        if rows.empty:
+            return rows, [], [], []
+        return (rows, replicates(rows), datasets or list(dict.fromkeys(rows["dataset"])),
+                models or list(dict.fromkeys(rows["model"])))
 
     def figures(self, frame, out_dir):
         from harness.reporting.calibration_figure import calibration_figure
