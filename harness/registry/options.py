@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Mapping
 
-from protocols.specs import (ARTEFACT_KINDS, ARTEFACT_PLACEMENTS, BURST_DISTRIBUTIONS, DEFAULT_HEADS, DEFAULT_SHIFT_KINDS,
-                             HEADS, LABEL_BUDGETS, MAINS_FREQUENCIES, MASK_CHANNELS, MASK_KINDS, MISSING_RATES,
-                             NOISE_LEVELS, PAPER_SETTINGS, PHYSIOLOGY_MEASURES, PHYSIOLOGY_SOURCES, SHIFT_KINDS,
-                             SHIFT_SEVERITIES, WINDOWS_PER_SUBJECT, ArtefactSpec, MaskSpec, PhysiologySpec, Setting,
-                             SpecError)
+from protocols.specs import (ARTEFACT_KINDS, ARTEFACT_PLACEMENTS, BURST_DISTRIBUTIONS, DEFAULT_HEADS,
+                             DEFAULT_SHIFT_KINDS, HEADS, LABEL_BUDGETS, MAINS_FREQUENCIES, MASK_CHANNELS, MASK_KINDS,
+                             MISSING_RATES, NOISE_LEVELS, PAPER_SETTINGS, PHYSIOLOGY_MEASURES, PHYSIOLOGY_SOURCES,
+                             SHIFT_KINDS, SHIFT_SEVERITIES, WINDOWS_PER_SUBJECT, ArtefactSpec, MaskSpec, PhysiologySpec,
+                             Setting, SpecError)
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,8 @@ SETTINGS = Option("--settings", "context/horizon settings in samples (the paper'
                   "for noise and shift)", Setting.parse, many=True, metavar="C/H")
 _WINDOWS_DEFAULTS = "; ".join(f"{n}: {', '.join(t for t, m in WINDOWS_PER_SUBJECT.items() if m == n)}"
                               for n in dict.fromkeys(WINDOWS_PER_SUBJECT.values()))
-MAX_WINDOWS_PER_SUBJECT = Option("--max-windows-per-subject", "windows (segments) drawn per subject (default, per task: "
-                                 f"{_WINDOWS_DEFAULTS}; docs/protocols.md)", int, metavar="N")
+MAX_WINDOWS_PER_SUBJECT = Option("--max-windows-per-subject", "windows (segments) drawn per subject (default, per "
+                                 f"task: {_WINDOWS_DEFAULTS}; docs/protocols.md)", int, metavar="N")
 SEGMENT_LENGTH = Option("--segment-length", "segment length in samples (default: 96 for imputation, 128 for "
                         "classification)", int, metavar="N")
 NOISE_LEVELS_OPTION = Option("--levels", f"noise levels beta (default: {_words(NOISE_LEVELS)}; with --artefact, its "

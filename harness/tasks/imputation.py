@@ -34,7 +34,8 @@ class Imputation(ErrorTask):
     options = (MISSING_RATES_OPTION, SEGMENT_LENGTH, MAX_WINDOWS_PER_SUBJECT, *MASK_OPTIONS)
 
     def spec(self, options, seed):
-        return ImputationSpec(**given(rates=options.rates), mask=mask_of(options), **segment_options(self.name, options))
+        return ImputationSpec(**given(rates=options.rates), mask=mask_of(options),
+                              **segment_options(self.name, options))
 
     def points(self, spec):
         return [(spec.length, spec.mask.condition(r), r) for r in spec.rates]

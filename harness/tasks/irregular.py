@@ -50,7 +50,7 @@ def takes_true_times(name: str, model) -> bool:
 class Irregular(ForecastingVariant):
     name = "irregular"
     description = "forecasting under irregular sampling (RMSE, MAE per pattern and severity)"
-    scores_windows = False
+    scores_windows = False  # its rows keep no per-window errors: the statistics do not apply
     title = "Forecasting under irregular sampling"
     figure = "irregular sampling: error against severity per pattern"
     figure_stem = "irregular_sampling"
