@@ -12,7 +12,6 @@ Random weights and inputs: speed does not depend on them.  Record results in BEN
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import time
@@ -22,6 +21,7 @@ import torch
 from models.soter.config import preset
 from models.soter.model import SoterModel
 from models.soter.moe import zero_missing_grads
+from soter_bench import soter_parser, started  # benchmarks/soter_bench.py (the script's folder is on sys.path)
 
 
 def step_seconds(model: SoterModel, opt: torch.optim.Optimizer, length: int, batch: int, channels: int,
@@ -44,17 +44,11 @@ def step_seconds(model: SoterModel, opt: torch.optim.Optimizer, length: int, bat
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--config", default="soter-cpu-64")
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--channels", type=int, default=4)
-    p.add_argument("--length", type=int, default=256)
+    p = soter_parser("soter-cpu-64", batch=8, channels=4, threads=2, device=False, length=256)
     p.add_argument("--min-context", type=int, default=32, help="the variable-length variant's lower bound")
-    p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", type=int, default=6)
     p.add_argument("--targets", type=int, default=32, help="targets per window of the last variant")
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    args = started(p)
     base = preset(args.config)
     # (label, expert execution, context lengths of the repetitions)
     mean_length = (args.min_context + args.length) // 2

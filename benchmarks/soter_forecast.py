@@ -9,29 +9,21 @@ the decoder's solver evaluations (NFE) per solve.  On CUDA the backbone runs und
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import torch
 
 from models.soter.config import preset
 from models.soter.model import SoterModel
+from soter_bench import soter_parser, started  # benchmarks/soter_bench.py (the script's folder is on sys.path)
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--config", default="soter-small")
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--channels", type=int, default=2)
-    p.add_argument("--context", type=int, default=128)
-    p.add_argument("--horizon", type=int, default=64)
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--threads", type=int, default=1)
+    p = soter_parser("soter-small", batch=32, channels=2, context=128, horizon=64)
     p.add_argument("--rollouts", nargs="+", default=["direct", "autoregressive"])
     p.add_argument("--steps", type=int, default=None, help="autoregressive: time only this many steps")
     p.add_argument("--repeats", type=int, default=3)
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    args = started(p)
     torch.manual_seed(0)
     dev = torch.device(args.device)
     model = SoterModel(preset(args.config)).to(dev).eval()

@@ -8,28 +8,21 @@ peak memory on CUDA, and the decoder's NFE.  bf16 autocast on CUDA.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import torch
 
 from models.soter.config import preset
 from models.soter.model import SoterModel
+from soter_bench import soter_parser, started  # benchmarks/soter_bench.py (the script's folder is on sys.path)
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--config", default="soter-small")
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--channels", type=int, default=4)
-    p.add_argument("--length", type=int, default=512)
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--threads", type=int, default=1)
+    p = soter_parser("soter-small", batch=8, channels=4, length=512)
     p.add_argument("--regime", choices=("full", "missing"), default="full")
     p.add_argument("--dft", choices=("fast", "loop"), default="fast")
     p.add_argument("--steps", type=int, default=5)
-    args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    args = started(p)
     torch.manual_seed(42)
     dev = torch.device(args.device)
     cfg = preset(args.config).replace(dft_impl=args.dft)

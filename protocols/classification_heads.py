@@ -18,7 +18,6 @@ scores only.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -26,41 +25,12 @@ import numpy as np
 from protocols.classification import (ClassificationOutcome, PooledPredictions, SegmentPredictions, budget_subset,
                                       fold_seed, labelled_segments, macro_scores, probe_fold)
 from protocols.data import Dataset, DatasetError
-from protocols.specs import ClassificationSpec, SpecError
+from protocols.specs import ClassificationSpec, HeadsSpec
 from protocols.splits import Fold, loso_folds
 from protocols.windows import stable_seed
 
-HEADS: tuple[str, ...] = ("linear", "mlp", "finetune")
-# finetune is opt-in (--heads linear mlp finetune): one SOTER cell fine-tunes the encoder in every fold, minutes to
-# a quarter of an hour per cell on this project's CPU, so a default run with it would take hours
-DEFAULT_HEADS: tuple[str, ...] = ("linear", "mlp")
-
 # (fold, training rows of the budget subset, test rows, their labels, number of classes) -> (labels, proba)
 HeadFit = Callable[[Fold, np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
-
-
-@dataclass(frozen=True)
-class HeadsSpec(ClassificationSpec):
-    """The paper's classification spec plus the heads compared and their (small, named) training budgets."""
-
-    heads: tuple[str, ...] = DEFAULT_HEADS
-    mlp_hidden: int = 64  # units of the MLP's one hidden layer
-    mlp_max_iter: int = 500  # adam epochs
-    finetune_steps: int = 30  # full-batch AdamW steps on encoder + linear head, per fold
-    finetune_lr: float = 1e-4
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        unknown = [h for h in self.heads if h not in HEADS]
-        if unknown or not self.heads:
-            raise SpecError(f"--heads {' '.join(unknown)}: heads are one or more of {', '.join(HEADS)}")
-        if self.mlp_hidden < 1 or self.mlp_max_iter < 1 or self.finetune_steps < 1 or not self.finetune_lr > 0:
-            raise SpecError("mlp_hidden, mlp_max_iter, finetune_steps and finetune_lr must be positive")
-
-    def fingerprint(self) -> str:
-        # the heads run are the cells' conditions; their training budgets belong to every cell
-        return (super().fingerprint() + f";heads;mlp={self.mlp_hidden}x{self.mlp_max_iter}"
-                f";finetune={self.finetune_steps}@{self.finetune_lr:g}")
 
 
 def condition(head: str, budget: float) -> str:

@@ -25,7 +25,7 @@ ends held; the grid forecast linearly interpolated to the true target times).
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,64 +34,14 @@ from protocols.data import Dataset
 from protocols.forecasting import fit_for_fold, fold_windows, predict_windows
 from protocols.interface import Model, SeriesBatch
 from protocols.metrics import ErrorSums, error_sums
-from protocols.specs import MISSING_RATES, ForecastingSpec, ImputationSpec, SamplingSpec, Setting, SpecError
+from protocols.specs import PATTERNS, IrregularSpec, Setting
 from protocols.splits import Fold
 from protocols.windows import WindowArrays, stable_seed
 
-PATTERNS: tuple[str, ...] = ("jitter", "drop", "renewal", "multirate")
-SEVERITIES: tuple[float, ...] = (0.0, 0.5)  # a default run in minutes; --severities 0 0.25 0.5 0.75 draws curves
-REGULAR = "regular"  # the condition of severity 0: one regular window, whatever the pattern
 OUTAGE_SAMPLES = 4.0  # renewal: mean outage length in sample periods
 RENEWAL_SHAPE = 2.0  # renewal: gamma shape of on and off durations (1 would be memoryless, Markov)
-SOURCES: tuple[str, ...] = ("forecast", "impute")  # forecasting windows; causal imputation segments
-IMPUTE = "impute "  # the prefix of an imputation cell's condition ("impute drop=0.5", "impute regular")
 TRUE_TIMES = "true timestamps"
 RESAMPLED = "resampled to the grid (linear)"
-IMPUTE_RATE = MISSING_RATES[0]  # the imputation half's missing rate under every pattern (25 %)
-
-
-@dataclass(frozen=True)
-class IrregularSpec:
-    """The forecasting windows of ``settings`` observed by each pattern at each severity."""
-
-    patterns: tuple[str, ...] = PATTERNS
-    severities: tuple[float, ...] = SEVERITIES
-    settings: tuple[Setting, ...] = (Setting(96, 48),)
-    sampling: SamplingSpec = field(default_factory=SamplingSpec)
-    batch_size: int = 64
-    sources: tuple[str, ...] = ("forecast",)  # "impute": the imputation half (protocols.irregular_imputation)
-
-    def __post_init__(self) -> None:
-        if not self.sources or len(set(self.sources)) != len(self.sources) or set(self.sources) - set(SOURCES):
-            raise SpecError(f"--irregular-sources: distinct ones of {', '.join(SOURCES)}, got {' '.join(self.sources)}")
-        unknown = [p for p in self.patterns if p not in PATTERNS]
-        if not self.patterns or unknown or len(set(self.patterns)) != len(self.patterns):
-            raise SpecError(f"--patterns: distinct ones of {', '.join(PATTERNS)}, got {' '.join(self.patterns)}")
-        if (not self.severities or len(set(self.severities)) != len(self.severities)
-                or not all(0.0 <= s < 1.0 for s in self.severities)):
-            raise SpecError(f"--severities: distinct values in [0, 1), got {' '.join(map(str, self.severities))}")
-        if not self.settings:
-            raise SpecError("at least one setting is required")
-
-    def forecasting(self) -> ForecastingSpec:
-        """The forecasting spec whose windows are observed irregularly (severity 0: exactly these)."""
-        return ForecastingSpec(settings=self.settings, sampling=self.sampling, batch_size=self.batch_size)
-
-    def imputation(self) -> ImputationSpec:
-        """The causal imputation segments observed irregularly: the protocol's defaults at one missing rate, as many
-        segments per subject as the forecasting windows (so the fingerprint, unchanged by the sources, names them)."""
-        return ImputationSpec(rates=(IMPUTE_RATE,), max_windows_per_subject=self.sampling.max_windows_per_subject)
-
-    @staticmethod
-    def condition(pattern: str, severity: float, source: str = "forecast") -> str:
-        """``drop=0.5``; severity 0 is :data:`REGULAR` for every pattern (the same windows: computed once);
-        imputation cells are prefixed :data:`IMPUTE` (``impute drop=0.5``): forecast conditions stay as they were."""
-        return (IMPUTE if source == "impute" else "") + (REGULAR if severity == 0 else f"{pattern}={severity:g}")
-
-    def fingerprint(self) -> str:
-        """What changes the windows (the task's version token leads the records' protocol: harness.registry.versions)."""
-        s = self.sampling
-        return f"maxw={s.max_windows_per_subject};stride={s.stride};seed={s.seed}"
 
 
 @dataclass(frozen=True)

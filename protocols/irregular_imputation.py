@@ -32,7 +32,7 @@ from protocols import interface
 from protocols.data import Dataset
 from protocols.imputation import ImputationTask, build_task, impute_queries
 from protocols.interface import Model, SeriesBatch
-from protocols.irregular import (IMPUTE_RATE, RESAMPLED, TRUE_TIMES, IrregularWindows, observation_mask,  # noqa: F401
+from protocols.irregular import (RESAMPLED, TRUE_TIMES, IrregularWindows, observation_mask,  # noqa: F401
                                  resample_to_grid)
 from protocols.metrics import ErrorSums, error_sums
 from protocols.specs import ImputationSpec

@@ -11,104 +11,14 @@ normalised space, on the same windows as the plain run (docs/protocols.md, "Subj
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from protocols.data import Dataset, Recording
 from protocols.forecasting import ForecastOutcome, evaluate_forecasting
 from protocols.interface import Model
 from protocols.scaling import fit_fold_scaler
-from protocols.specs import ForecastingSpec, SamplingSpec, Setting, SpecError
+from protocols.specs import NO_SHIFT, SHIFT_KINDS, Setting, Shift, ShiftSpec
 from protocols.splits import Fold
-
-# level: offset by s x the training subjects' per-channel range (the normalised signal moves by s);
-# scale: amplitude about the test subject's per-channel mean multiplied by 1 + s;
-# both: the scale change, then the offset, at one severity
-SHIFT_KINDS: tuple[str, ...] = ("level", "scale", "both")
-DEFAULT_SHIFT_KINDS: tuple[str, ...] = ("level", "scale")
-SHIFT_SEVERITIES: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0)
-# windows per subject by default: half forecasting's 16, so that the default models and fracast finish the cohort's
-# seven conditions in minutes on two CPU cores (docs/stress-tests.md); --max-windows-per-subject 16 is forecasting's
-SHIFT_WINDOWS_PER_SUBJECT = 8
-NO_SHIFT = "shift=0"  # the condition of severity 0: the plain forecasting run, one cell for every kind
-
-
-@dataclass(frozen=True)
-class Shift:
-    """One shift of the test subject: ``kind`` at ``severity`` (0: none)."""
-
-    kind: str
-    severity: float
-
-    def __post_init__(self) -> None:
-        if self.kind not in SHIFT_KINDS:
-            raise SpecError(f"unknown shift kind {self.kind!r}; known: {', '.join(SHIFT_KINDS)}")
-        check_severity(self.kind, self.severity)
-
-    @property
-    def condition(self) -> str:
-        """The records' condition: ``level=0.5``, ``scale=1``; every kind's severity 0 is :data:`NO_SHIFT`."""
-        return NO_SHIFT if self.severity == 0 else f"{self.kind}={self.severity:g}"
-
-    @property
-    def factor(self) -> float:
-        """The amplitude factor (1: unchanged)."""
-        return 1.0 + self.severity if self.kind in ("scale", "both") else 1.0
-
-    @property
-    def offset(self) -> float:
-        """The level offset in training ranges (0: unchanged)."""
-        return self.severity if self.kind in ("level", "both") else 0.0
-
-
-def check_severity(kind: str, severity: float) -> None:
-    """A severity the kind can take: finite; an amplitude factor 1 + s above 0 for scale and both."""
-    if not (isinstance(severity, (int, float)) and math.isfinite(severity)):
-        raise SpecError(f"--shift-severities: {severity!r} is not a finite number")
-    if kind in ("scale", "both") and severity <= -1:
-        raise SpecError(f"--shift-severities {severity:g}: {kind} multiplies the amplitude by 1 + severity, which "
-                        "must stay above 0 (severities > -1, e.g. --shift-severities -0.5 0 1)")
-
-
-@dataclass(frozen=True)
-class ShiftSpec:
-    """The subject-shift study: every kind at every severity, forecasting's windows and settings."""
-
-    kinds: tuple[str, ...] = DEFAULT_SHIFT_KINDS
-    severities: tuple[float, ...] = SHIFT_SEVERITIES
-    settings: tuple[Setting, ...] = (Setting(96, 48),)
-    sampling: SamplingSpec = field(default_factory=lambda: SamplingSpec(SHIFT_WINDOWS_PER_SUBJECT))
-    batch_size: int = 64
-
-    def __post_init__(self) -> None:
-        if not self.kinds or len(set(self.kinds)) != len(self.kinds):
-            raise SpecError(f"--shift-kinds: at least one kind, each once (of {', '.join(SHIFT_KINDS)}); "
-                            f"got {' '.join(self.kinds) or 'none'}")
-        if not self.severities or len(set(self.severities)) != len(self.severities):
-            raise SpecError("--shift-severities: at least one severity, each once; got "
-                            f"{' '.join(f'{s:g}' for s in self.severities) or 'none'}")
-        if not self.settings:
-            raise SpecError("at least one setting is required")
-        for kind in self.kinds:
-            for s in self.severities:
-                check_severity(kind, s)
-
-    @property
-    def shifts(self) -> list[Shift]:
-        """Every (kind, severity) to score; severity 0 once (:data:`NO_SHIFT`, whatever the kinds)."""
-        out = [Shift(self.kinds[0], 0.0)] if 0 in self.severities else []
-        return out + [Shift(k, s) for k in self.kinds for s in self.severities if s != 0]
-
-    def forecasting(self) -> ForecastingSpec:
-        return ForecastingSpec(settings=self.settings, sampling=self.sampling, batch_size=self.batch_size)
-
-    def fingerprint(self) -> str:
-        """What changes a cell's windows (the shift itself is in the cell's condition)."""
-        s = self.sampling
-        return f"shift;maxw={s.max_windows_per_subject};stride={s.stride};seed={s.seed}"
-
 
 def parse_condition(condition: str) -> Shift:
     """The shift of a records' condition (``level=0.5``, :data:`NO_SHIFT`)."""

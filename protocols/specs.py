@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 
 
@@ -46,6 +47,14 @@ PAPER_SETTINGS: tuple[Setting, ...] = (
     Setting(48, 24), Setting(72, 36), Setting(96, 48), Setting(128, 64),
 )
 
+# windows (segments) drawn per subject when --max-windows-per-subject is not given, per task: the one table of these
+# defaults (the specs below take theirs from it; docs/protocols.md, "Windows per subject"). shift: half forecasting's,
+# so that the default models and fracast finish the cohort's seven conditions in minutes on two CPU cores
+WINDOWS_PER_SUBJECT: dict[str, int] = {
+    "forecasting": 16, "calibration": 16, "noise": 16, "irregular": 16, "shift": 8,
+    "imputation": 8, "physiology": 8, "classification": 60, "classification-heads": 60,
+}
+
 
 @dataclass(frozen=True)
 class SamplingSpec:
@@ -58,7 +67,7 @@ class SamplingSpec:
     dataset's name takes no part, so the same files under another name give the same windows.
     """
 
-    max_windows_per_subject: int = 16
+    max_windows_per_subject: int = WINDOWS_PER_SUBJECT["forecasting"]
     stride: int | None = None
     seed: int = 0
 
@@ -272,7 +281,7 @@ class ImputationSpec:
     length: int = 96
     warmup: int = 16
     points_per_segment: int = 8
-    max_windows_per_subject: int = 8
+    max_windows_per_subject: int = WINDOWS_PER_SUBJECT["imputation"]
     stride: int | None = None  # default: the length (segments do not overlap)
     mask: MaskSpec = field(default_factory=MaskSpec)  # the paper's: points, independent channels
 
@@ -298,7 +307,7 @@ class ClassificationSpec:
 
     length: int = 128
     stride: int | None = None  # default: the length
-    max_windows_per_subject: int = 60
+    max_windows_per_subject: int = WINDOWS_PER_SUBJECT["classification"]
     budgets: tuple[float, ...] = LABEL_BUDGETS
     probe_max_iter: int = 1000
 
@@ -332,7 +341,7 @@ class PhysiologySpec:
     measures: tuple[str, ...] = PHYSIOLOGY_MEASURES
     rates: tuple[float, ...] = (0.25,)  # imputation: missing rates
     mask: MaskSpec = field(default_factory=MaskSpec)
-    sampling: SamplingSpec = field(default_factory=lambda: SamplingSpec(max_windows_per_subject=8))
+    sampling: SamplingSpec = field(default_factory=lambda: SamplingSpec(WINDOWS_PER_SUBJECT["physiology"]))
     batch_size: int = 16  # forecast rows per model call (long windows); results do not depend on it
 
     def __post_init__(self) -> None:
@@ -371,6 +380,176 @@ class PhysiologySpec:
         mask = f";mask={self.mask.name}" if not self.mask.is_paper else ""
         return (f"warmup={self.warmup_seconds:g}s;maxw={s.max_windows_per_subject};stride={s.stride};"
                 f"seed={s.seed}{mask}")
+
+
+# -- subject shift (protocols.shift; docs/protocols.md, "Subject shift") ----------------------------------------
+# level: offset by s x the training subjects' per-channel range (the normalised signal moves by s);
+# scale: amplitude about the test subject's per-channel mean multiplied by 1 + s;
+# both: the scale change, then the offset, at one severity
+SHIFT_KINDS: tuple[str, ...] = ("level", "scale", "both")
+DEFAULT_SHIFT_KINDS: tuple[str, ...] = ("level", "scale")
+SHIFT_SEVERITIES: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0)
+NO_SHIFT = "shift=0"  # the condition of severity 0: the plain forecasting run, one cell for every kind
+
+
+@dataclass(frozen=True)
+class Shift:
+    """One shift of the test subject: ``kind`` at ``severity`` (0: none)."""
+
+    kind: str
+    severity: float
+
+    def __post_init__(self) -> None:
+        if self.kind not in SHIFT_KINDS:
+            raise SpecError(f"unknown shift kind {self.kind!r}; known: {', '.join(SHIFT_KINDS)}")
+        check_severity(self.kind, self.severity)
+
+    @property
+    def condition(self) -> str:
+        """The records' condition: ``level=0.5``, ``scale=1``; every kind's severity 0 is :data:`NO_SHIFT`."""
+        return NO_SHIFT if self.severity == 0 else f"{self.kind}={self.severity:g}"
+
+    @property
+    def factor(self) -> float:
+        """The amplitude factor (1: unchanged)."""
+        return 1.0 + self.severity if self.kind in ("scale", "both") else 1.0
+
+    @property
+    def offset(self) -> float:
+        """The level offset in training ranges (0: unchanged)."""
+        return self.severity if self.kind in ("level", "both") else 0.0
+
+
+def check_severity(kind: str, severity: float) -> None:
+    """A severity the kind can take: finite; an amplitude factor 1 + s above 0 for scale and both."""
+    if not (isinstance(severity, (int, float)) and math.isfinite(severity)):
+        raise SpecError(f"--shift-severities: {severity!r} is not a finite number")
+    if kind in ("scale", "both") and severity <= -1:
+        raise SpecError(f"--shift-severities {severity:g}: {kind} multiplies the amplitude by 1 + severity, which "
+                        "must stay above 0 (severities > -1, e.g. --shift-severities -0.5 0 1)")
+
+
+@dataclass(frozen=True)
+class ShiftSpec:
+    """The subject-shift study: every kind at every severity, forecasting's windows and settings."""
+
+    kinds: tuple[str, ...] = DEFAULT_SHIFT_KINDS
+    severities: tuple[float, ...] = SHIFT_SEVERITIES
+    settings: tuple[Setting, ...] = (Setting(96, 48),)
+    sampling: SamplingSpec = field(default_factory=lambda: SamplingSpec(WINDOWS_PER_SUBJECT["shift"]))
+    batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        if not self.kinds or len(set(self.kinds)) != len(self.kinds):
+            raise SpecError(f"--shift-kinds: at least one kind, each once (of {', '.join(SHIFT_KINDS)}); "
+                            f"got {' '.join(self.kinds) or 'none'}")
+        if not self.severities or len(set(self.severities)) != len(self.severities):
+            raise SpecError("--shift-severities: at least one severity, each once; got "
+                            f"{' '.join(f'{s:g}' for s in self.severities) or 'none'}")
+        if not self.settings:
+            raise SpecError("at least one setting is required")
+        for kind in self.kinds:
+            for s in self.severities:
+                check_severity(kind, s)
+
+    @property
+    def shifts(self) -> list[Shift]:
+        """Every (kind, severity) to score; severity 0 once (:data:`NO_SHIFT`, whatever the kinds)."""
+        out = [Shift(self.kinds[0], 0.0)] if 0 in self.severities else []
+        return out + [Shift(k, s) for k in self.kinds for s in self.severities if s != 0]
+
+    def forecasting(self) -> ForecastingSpec:
+        return ForecastingSpec(settings=self.settings, sampling=self.sampling, batch_size=self.batch_size)
+
+    def fingerprint(self) -> str:
+        """What changes a cell's windows (the shift itself is in the cell's condition)."""
+        s = self.sampling
+        return f"shift;maxw={s.max_windows_per_subject};stride={s.stride};seed={s.seed}"
+
+
+# -- irregular sampling (protocols.irregular; docs/protocols.md, "Irregular sampling") ---------------------------
+PATTERNS: tuple[str, ...] = ("jitter", "drop", "renewal", "multirate")
+SEVERITIES: tuple[float, ...] = (0.0, 0.5)  # a default run in minutes; --severities 0 0.25 0.5 0.75 draws curves
+REGULAR = "regular"  # the condition of severity 0: one regular window, whatever the pattern
+SOURCES: tuple[str, ...] = ("forecast", "impute")  # forecasting windows; causal imputation segments
+IMPUTE = "impute "  # the prefix of an imputation cell's condition ("impute drop=0.5", "impute regular")
+IMPUTE_RATE = MISSING_RATES[0]  # the imputation half's missing rate under every pattern (25 %)
+
+
+@dataclass(frozen=True)
+class IrregularSpec:
+    """The forecasting windows of ``settings`` observed by each pattern at each severity."""
+
+    patterns: tuple[str, ...] = PATTERNS
+    severities: tuple[float, ...] = SEVERITIES
+    settings: tuple[Setting, ...] = (Setting(96, 48),)
+    sampling: SamplingSpec = field(default_factory=SamplingSpec)
+    batch_size: int = 64
+    sources: tuple[str, ...] = ("forecast",)  # "impute": the imputation half (protocols.irregular_imputation)
+
+    def __post_init__(self) -> None:
+        if not self.sources or len(set(self.sources)) != len(self.sources) or set(self.sources) - set(SOURCES):
+            raise SpecError(f"--irregular-sources: distinct ones of {', '.join(SOURCES)}, got {' '.join(self.sources)}")
+        unknown = [p for p in self.patterns if p not in PATTERNS]
+        if not self.patterns or unknown or len(set(self.patterns)) != len(self.patterns):
+            raise SpecError(f"--patterns: distinct ones of {', '.join(PATTERNS)}, got {' '.join(self.patterns)}")
+        if (not self.severities or len(set(self.severities)) != len(self.severities)
+                or not all(0.0 <= s < 1.0 for s in self.severities)):
+            raise SpecError(f"--severities: distinct values in [0, 1), got {' '.join(map(str, self.severities))}")
+        if not self.settings:
+            raise SpecError("at least one setting is required")
+
+    def forecasting(self) -> ForecastingSpec:
+        """The forecasting spec whose windows are observed irregularly (severity 0: exactly these)."""
+        return ForecastingSpec(settings=self.settings, sampling=self.sampling, batch_size=self.batch_size)
+
+    def imputation(self) -> ImputationSpec:
+        """The causal imputation segments observed irregularly: the protocol's defaults at one missing rate, as many
+        segments per subject as the forecasting windows (so the fingerprint, unchanged by the sources, names them)."""
+        return ImputationSpec(rates=(IMPUTE_RATE,), max_windows_per_subject=self.sampling.max_windows_per_subject)
+
+    @staticmethod
+    def condition(pattern: str, severity: float, source: str = "forecast") -> str:
+        """``drop=0.5``; severity 0 is :data:`REGULAR` for every pattern (the same windows: computed once);
+        imputation cells are prefixed :data:`IMPUTE` (``impute drop=0.5``): forecast conditions stay as they were."""
+        return (IMPUTE if source == "impute" else "") + (REGULAR if severity == 0 else f"{pattern}={severity:g}")
+
+    def fingerprint(self) -> str:
+        s = self.sampling
+        return f"maxw={s.max_windows_per_subject};stride={s.stride};seed={s.seed}"  # the task's token leads the row's
+
+
+# -- classification heads (protocols.classification_heads; docs/protocols.md, "Classification heads") --------
+HEADS: tuple[str, ...] = ("linear", "mlp", "finetune")
+# finetune is opt-in (--heads linear mlp finetune): one SOTER cell fine-tunes the encoder in every fold, minutes to
+# a quarter of an hour per cell on this project's CPU, so a default run with it would take hours
+DEFAULT_HEADS: tuple[str, ...] = ("linear", "mlp")
+
+
+
+@dataclass(frozen=True)
+class HeadsSpec(ClassificationSpec):
+    """The paper's classification spec plus the heads compared and their (small, named) training budgets."""
+
+    max_windows_per_subject: int = WINDOWS_PER_SUBJECT["classification-heads"]
+    heads: tuple[str, ...] = DEFAULT_HEADS
+    mlp_hidden: int = 64  # units of the MLP's one hidden layer
+    mlp_max_iter: int = 500  # adam epochs
+    finetune_steps: int = 30  # full-batch AdamW steps on encoder + linear head, per fold
+    finetune_lr: float = 1e-4
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        unknown = [h for h in self.heads if h not in HEADS]
+        if unknown or not self.heads:
+            raise SpecError(f"--heads {' '.join(unknown)}: heads are one or more of {', '.join(HEADS)}")
+        if self.mlp_hidden < 1 or self.mlp_max_iter < 1 or self.finetune_steps < 1 or not self.finetune_lr > 0:
+            raise SpecError("mlp_hidden, mlp_max_iter, finetune_steps and finetune_lr must be positive")
+
+    def fingerprint(self) -> str:
+        # the heads run are the cells' conditions; their training budgets belong to every cell
+        return (super().fingerprint() + f";heads;mlp={self.mlp_hidden}x{self.mlp_max_iter}"
+                f";finetune={self.finetune_steps}@{self.finetune_lr:g}")
 
 
 def samples(seconds: float, rate: float) -> int:

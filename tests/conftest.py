@@ -23,3 +23,19 @@ def folder(tmp_path):
     path = tmp_path / "toy"
     write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), path)
     return path
+
+
+def Recorder():
+    """The window mean (it reads every context sample), remembering every context it saw."""
+    from baselines.naive import WindowMean
+
+    class _Recorder(WindowMean):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def _forecast(self, batch, query_times):
+            self.seen.append(batch.values.copy())
+            return super()._forecast(batch, query_times)
+
+    return _Recorder()

@@ -11,6 +11,32 @@ from models.registry import ModelSpec, register, register_model
 from protocols.interface import Capabilities, Model, SeriesBatch
 
 
+class SeedOnly(Model):
+    """A test model whose one option is the seed, which it does not need."""
+
+    def __init__(self, seed: int = 0) -> None:
+        pass
+
+
+def filled(batch: SeriesBatch, query_times: np.ndarray, value: float) -> np.ndarray:
+    """A forecast of ``value`` everywhere: [batch, channels, queries]."""
+    return np.full((*batch.values.shape[:2], query_times.shape[1]), value)
+
+
+class Filled(SeedOnly):
+    """Forecasts :attr:`value` everywhere, whatever the context."""
+
+    value = 0.0
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        return filled(batch, query_times, self.value)
+
+
+def last_value(batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+    """Each channel's last context value, repeated over the queries."""
+    return np.repeat(batch.values[:, :, -1:], query_times.shape[1], axis=2)
+
+
 @register_model(description="test only", default=False)
 class SlowLastValue(Model):
     """Last value, slowed down so that a test can interrupt a run half way."""
@@ -23,7 +49,7 @@ class SlowLastValue(Model):
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
         time.sleep(self.delay)
-        return np.repeat(batch.values[:, :, -1:], query_times.shape[1], axis=2)
+        return last_value(batch, query_times)
 
 
 @register_model(description="test only", default=False)
@@ -48,42 +74,40 @@ def needs_weights(weights: str | None = None, **_: object) -> str | None:
 
 
 @register_model(description="test only", default=False, tasks=("classification",))
-class MeanStdEmbedder(Model):
+class MeanStdEmbedder(SeedOnly):
     """Per-channel mean and std as an embedding (test only)."""
 
     name = "test-mean-std"
     capabilities = Capabilities(forecast=False, embed=True, multivariate=True)
-
-    def __init__(self, seed: int = 0) -> None:
-        pass
 
     def _embed(self, batch: SeriesBatch) -> np.ndarray:
         return np.concatenate([batch.values.mean(axis=2), batch.values.std(axis=2)], axis=1)
 
 
 @register_model(description="test only", default=False)
-class Overflowing(Model):
+class Overflowing(Filled):
     """Forecasts so large that their squared error overflows float64 (test only)."""
 
     name = "test-overflow"
     capabilities = Capabilities(multivariate=True)
+    value = 1e300
 
-    def __init__(self, seed: int = 0) -> None:
-        pass
 
-    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
-        return np.full((*batch.values.shape[:2], query_times.shape[1]), 1e300)
+@register_model(description="test only: ignores its input (input-sensitivity probe)", default=False)
+class ConstantForecast(Filled):
+    """The same value whatever the context (test only: the input-sensitivity probe flags it)."""
+
+    name = "test-constant"
+    capabilities = Capabilities(multivariate=False)
+    value = 0.5
 
 
 @register_model(description="test only", default=False)
-class KillsItsWorker(Model):
+class KillsItsWorker(SeedOnly):
     """Kills the process it forecasts in, as the OOM killer would (test only: never run it in process)."""
 
     name = "test-kills-worker"
     capabilities = Capabilities(multivariate=True)
-
-    def __init__(self, seed: int = 0) -> None:
-        pass
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
         import os
@@ -104,7 +128,7 @@ class QuantileLastValue(Model):
         self.spread = spread
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
-        return np.repeat(batch.values[:, :, -1:], query_times.shape[1], axis=2)
+        return last_value(batch, query_times)
 
     def _forecast_quantiles(self, batch, query_times, levels):
         point = self._forecast(batch, query_times)
@@ -145,30 +169,13 @@ class RefusedLoad(Model):
         raise AssertionError("never loaded")
 
 
-@register_model(description="test only: ignores its input (input-sensitivity probe)", default=False)
-class ConstantForecast(Model):
-    """The same value whatever the context (test only: the input-sensitivity probe flags it)."""
-
-    name = "test-constant"
-    capabilities = Capabilities(multivariate=False)
-
-    def __init__(self, seed: int = 0) -> None:
-        pass
-
-    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
-        return np.full((*batch.values.shape[:2], query_times.shape[1]), 0.5)
-
-
 @register_model(description="test only: input-independent but not constant (input-sensitivity probe)", default=False)
-class FixedSinusoid(Model):
+class FixedSinusoid(SeedOnly):
     """A sinusoid of the query times, never of the context (test only: the input-sensitivity probe flags it)."""
 
     name = "test-sinusoid"
     capabilities = Capabilities(multivariate=False)
 
-    def __init__(self, seed: int = 0) -> None:
-        pass
-
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
         wave = 0.5 + 0.4 * np.sin(2 * np.pi * 0.3 * query_times)[:, None, :]
-        return np.broadcast_to(wave, (*batch.values.shape[:2], query_times.shape[1])).copy()
+        return filled(batch, query_times, 0.0) + wave

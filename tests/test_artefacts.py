@@ -11,7 +11,7 @@ from protocols import artefacts as art
 from protocols.noise import evaluate_noise
 from protocols.specs import ArtefactSpec, NoiseSpec, SamplingSpec, Setting, SpecError
 from protocols.splits import get_fold
-from tests.conftest import make_dataset
+from tests.conftest import Recorder, make_dataset
 
 FS = 250.0
 
@@ -114,22 +114,6 @@ def test_the_paper_noise_keeps_its_conditions_and_fingerprint():
     assert spec.fingerprint() == "noise;maxw=16;stride=None;seed=0"
     assert NoiseSpec(artefact=ArtefactSpec("mains", 60.0)).fingerprint().endswith(";artefact=mains-60Hz-v1")
     assert ArtefactSpec("mains", 60.0).condition(0.25) == "mains-60Hz=0.25"
-
-
-def Recorder():
-    """The window mean (it reads every context sample), remembering every context it saw."""
-    from baselines.naive import WindowMean
-
-    class _Recorder(WindowMean):
-        def __init__(self):
-            super().__init__()
-            self.seen = []
-
-        def _forecast(self, batch, query_times):
-            self.seen.append(batch.values.copy())
-            return super()._forecast(batch, query_times)
-
-    return _Recorder()
 
 
 @pytest.mark.parametrize("kind", ["wander", "motion", "pops", "clip"])

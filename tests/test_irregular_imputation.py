@@ -11,7 +11,7 @@ from baselines.naive import LastValue
 from protocols import irregular as irr
 from protocols import irregular_imputation as ii
 from protocols.imputation import build_task, evaluate_imputation
-from protocols.specs import SpecError
+from protocols.specs import IMPUTE_RATE, SpecError
 from protocols.splits import loso_folds
 from tests.conftest import make_dataset
 from tests.test_irregular import linear_dataset
@@ -37,7 +37,7 @@ class ContinuousLine(LinearExtrapolation):
 def test_severity_zero_reproduces_imputation_bit_for_bit(pattern, model):
     ds = make_dataset(n_subjects=3, n_samples=600)
     fold = loso_folds(ds)[0]
-    ref = evaluate_imputation(model(), ds, fold, SPEC, ii.IMPUTE_RATE, 0)
+    ref = evaluate_imputation(model(), ds, fold, SPEC, IMPUTE_RATE, 0)
     assert ref.n_queries > 0
     for true_times in (False, True):
         zero = ii.evaluate_irregular_imputation(model(), ds, fold, SPEC, pattern, 0.0, 0, true_times)
@@ -52,7 +52,7 @@ def test_a_continuous_time_model_is_scored_at_the_true_times(pattern):
     model = ContinuousLine()
     out = ii.evaluate_irregular_imputation(model, ds, fold, SPEC, pattern, 0.5, 0, true_times=True)
     assert out.n_queries > 0 and out.errors.n > 0 and out.errors.rmse < 1e-9  # the line is exact at the true times
-    task, _ = build_task(ds, fold, SPEC, ii.IMPUTE_RATE, 0)
+    task, _ = build_task(ds, fold, SPEC, IMPUTE_RATE, 0)
     seg = ii.draw_segments(task, pattern, 0.5, ii.imputation_rng(0, ds, fold, SPEC, pattern, 0.5))
     queries = ii.scored_queries(task, seg)
     asked = np.unique(np.concatenate([q for _, q in model.calls]))  # per-channel model: one call per channel
@@ -73,7 +73,7 @@ def test_a_continuous_time_model_is_scored_at_the_true_times(pattern):
 def test_lost_samples_are_neither_input_nor_scored():
     ds = make_dataset(n_subjects=3, n_samples=600)
     fold = loso_folds(ds)[0]
-    task, _ = build_task(ds, fold, SPEC, ii.IMPUTE_RATE, 0)
+    task, _ = build_task(ds, fold, SPEC, IMPUTE_RATE, 0)
     seg = ii.draw_segments(task, "multirate", 0.5, ii.imputation_rng(0, ds, fold, SPEC, "multirate", 0.5))
     assert seg.kept.mean(axis=(0, 2))[0] > seg.kept.mean(axis=(0, 2))[1]  # channel 1 at the lower rate
     lost = ~seg.kept
@@ -131,7 +131,7 @@ def test_the_imputation_source_adds_its_cells_and_leaves_forecast_rows_as_they_w
     figures = get_task("irregular").figures(both, tmp_path / "figures")
     assert {p.name for p in figures} >= {"irregular_sampling_impute_drop.png", "irregular_sampling_drop.png"}
     # severity 0 is `run imputation`'s number for the same segments, seed and missing rate
-    execute(RunConfig(task="imputation", options={"rates": (ii.IMPUTE_RATE,), "max_windows_per_subject": 2},
+    execute(RunConfig(task="imputation", options={"rates": (IMPUTE_RATE,), "max_windows_per_subject": 2},
                       datasets=(str(folder),), models=("last-value",), seeds=(0,), out=tmp_path / "imp",
                       progress=False), log=lambda m: None)
     imp = read_records(tmp_path / "imp" / "records.csv").sort_values("fold")

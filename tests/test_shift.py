@@ -11,29 +11,13 @@ import pytest
 
 from protocols.forecasting import evaluate_forecasting, fold_training_series, fold_windows
 from protocols.scaling import fit_fold_scaler
-from protocols.shift import NO_SHIFT, Shift, ShiftSpec, evaluate_shift, parse_condition, shifted_dataset
-from protocols.specs import SamplingSpec, Setting, SpecError
+from protocols.shift import evaluate_shift, parse_condition, shifted_dataset
+from protocols.specs import NO_SHIFT, SamplingSpec, Setting, Shift, ShiftSpec, SpecError
 from protocols.splits import get_fold
-from tests.conftest import make_dataset
+from tests.conftest import Recorder, make_dataset
 
 SETTING = Setting(48, 24)
 SPEC = ShiftSpec(settings=(SETTING,), sampling=SamplingSpec(max_windows_per_subject=3))
-
-
-def Recorder():
-    """The window mean, remembering every context it saw."""
-    from baselines.naive import WindowMean
-
-    class _Recorder(WindowMean):
-        def __init__(self):
-            super().__init__()
-            self.seen = []
-
-        def _forecast(self, batch, query_times):
-            self.seen.append(batch.values.copy())
-            return super()._forecast(batch, query_times)
-
-    return _Recorder()
 
 
 def _toy():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.records.store import COLUMNS, rows_to_frame
-from harness.reporting.tables import pooled, render
+from harness.reporting.tables import ADAPTED_GROUP, pooled, render
 from harness.tasks.forecasting import TASK as FORECASTING
 
 forecasting_table = FORECASTING.table
@@ -85,3 +85,15 @@ def test_entries_showing_the_same_number_share_their_rank_whatever_the_row_order
         rows = {line.split("|")[1].strip(): line.split("|")[2].strip()
                 for line in render(table, "markdown").splitlines()[4:]}
         assert rows == {"a": "**18.94**", "b": "**18.94**", "c": "<u>20.00</u>", "d": "30.00"}
+
+
+def test_the_forecasting_caption_names_the_adapted_group_only_when_adapted_rows_are_present():
+    # a table of zero-shot rows keeps the paper's caption; adapted rows (fine-tuned per fold) are no zero-shot
+    plain = forecasting_table(_rows())
+    assert plain.caption.startswith("Zero-shot forecasting:") and "adapted" not in plain.caption
+    frame = _rows()
+    frame["model"] = frame["model"].replace({"A": "soter@head", "B": "soter"})
+    mixed = forecasting_table(frame)
+    assert [label for label, _ in mixed.groups()] == ["", ADAPTED_GROUP]
+    assert mixed.caption.startswith("Forecasting (zero-shot and adapted rows):")
+    assert not mixed.caption.startswith("Zero-shot")

@@ -8,13 +8,13 @@ import dataclasses
 import pytest
 
 from harness.cli import main
-from harness.registry.options import SETTINGS, Option
-from harness.registry.tasks import TASKS, all_options, all_tasks, register_task
+from harness.registry.options import MAX_WINDOWS_PER_SUBJECT, SETTINGS, Option
+from harness.registry.tasks import TASKS, all_options, all_tasks, get_task, register_task
 from harness.run.runner import RunConfig
 from harness.tasks import Task
 from protocols.registry import DuplicateNameError
-from protocols.specs import (ClassificationSpec, ForecastingSpec, ImputationSpec, NoiseSpec, SamplingSpec, Setting,
-                             SpecError)
+from protocols.specs import (WINDOWS_PER_SUBJECT, ClassificationSpec, ForecastingSpec, ImputationSpec, NoiseSpec,
+                             SamplingSpec, Setting, SpecError)
 
 
 @pytest.mark.parametrize("task, spec", [
@@ -22,6 +22,31 @@ from protocols.specs import (ClassificationSpec, ForecastingSpec, ImputationSpec
     ("imputation", ImputationSpec()), ("classification", ClassificationSpec())])
 def test_no_option_given_is_the_papers_protocol(task, spec):
     assert RunConfig(task=task).specs(0) == spec
+
+
+def _windows(spec) -> int:
+    """The windows per subject of a spec (a SamplingSpec field, or the segment specs' own)."""
+    return getattr(spec, "sampling", spec).max_windows_per_subject
+
+
+def test_the_windows_table_names_every_built_in_task_that_reads_the_option():
+    tasks = [get_task(name) for name in all_tasks()]
+    readers = {t.name for t in tasks if type(t).__module__.startswith("harness.tasks.")
+               and MAX_WINDOWS_PER_SUBJECT in t.options}
+    assert readers == set(WINDOWS_PER_SUBJECT)
+
+
+@pytest.mark.parametrize("task", sorted(WINDOWS_PER_SUBJECT))
+def test_each_task_draws_its_default_windows_per_subject_from_the_one_table(task):
+    assert _windows(RunConfig(task=task).specs(0)) == WINDOWS_PER_SUBJECT[task]
+    assert _windows(RunConfig(task=task, options={"max_windows_per_subject": 3}).specs(0)) == 3
+
+
+@pytest.mark.parametrize("task", sorted(WINDOWS_PER_SUBJECT))
+def test_zero_windows_per_subject_is_refused_never_taken_for_the_default(task):
+    # physiology read the option with `or`: 0 fell back to its default of 8 silently
+    with pytest.raises(SpecError, match="max_windows_per_subject"):
+        RunConfig(task=task, options={"max_windows_per_subject": 0})
 
 
 def test_options_given_reach_the_spec_as_a_frozen_dataclass():

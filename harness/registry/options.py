@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Mapping
 
-from protocols.specs import (ARTEFACT_KINDS, ARTEFACT_PLACEMENTS, BURST_DISTRIBUTIONS, LABEL_BUDGETS,
-                             MAINS_FREQUENCIES, MASK_CHANNELS, MASK_KINDS, MISSING_RATES, NOISE_LEVELS, PAPER_SETTINGS,
-                             PHYSIOLOGY_MEASURES, PHYSIOLOGY_SOURCES, ArtefactSpec, MaskSpec, PhysiologySpec, Setting, SpecError)
-from protocols.shift import DEFAULT_SHIFT_KINDS, SHIFT_KINDS, SHIFT_SEVERITIES
-from protocols.classification_heads import DEFAULT_HEADS, HEADS
+from protocols.specs import (ARTEFACT_KINDS, ARTEFACT_PLACEMENTS, BURST_DISTRIBUTIONS, DEFAULT_HEADS,
+                             DEFAULT_SHIFT_KINDS, HEADS, LABEL_BUDGETS, MAINS_FREQUENCIES, MASK_CHANNELS, MASK_KINDS,
+                             MISSING_RATES, NOISE_LEVELS, PAPER_SETTINGS, PHYSIOLOGY_MEASURES, PHYSIOLOGY_SOURCES,
+                             SHIFT_KINDS, SHIFT_SEVERITIES, WINDOWS_PER_SUBJECT, ArtefactSpec, MaskSpec, PhysiologySpec,
+                             Setting, SpecError)
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,10 @@ def choice(known: tuple) -> Callable[[str], Any]:
 SETTINGS = Option("--settings", "context/horizon settings in samples (the paper's \"windows\") "
                   f"(default: {_words((s.name for s in PAPER_SETTINGS), '{}')} for forecasting and calibration, 96/48 "
                   "for noise and shift)", Setting.parse, many=True, metavar="C/H")
-MAX_WINDOWS_PER_SUBJECT = Option("--max-windows-per-subject", "windows (segments) drawn per subject (default: the "
-                                 "task's, docs/protocols.md)", int, metavar="N")
+_WINDOWS_DEFAULTS = "; ".join(f"{n}: {', '.join(t for t, m in WINDOWS_PER_SUBJECT.items() if m == n)}"
+                              for n in dict.fromkeys(WINDOWS_PER_SUBJECT.values()))
+MAX_WINDOWS_PER_SUBJECT = Option("--max-windows-per-subject", "windows (segments) drawn per subject (default, per "
+                                 f"task: {_WINDOWS_DEFAULTS}; docs/protocols.md)", int, metavar="N")
 SEGMENT_LENGTH = Option("--segment-length", "segment length in samples (default: 96 for imputation, 128 for "
                         "classification)", int, metavar="N")
 NOISE_LEVELS_OPTION = Option("--levels", f"noise levels beta (default: {_words(NOISE_LEVELS)}; with --artefact, its "
@@ -156,6 +158,14 @@ SHIFT_SEVERITIES_OPTION = Option("--shift-severities", "shift severities: level 
 HEADS_OPTION = Option("--heads", f"classification heads compared on the same segments and budgets (of {', '.join(HEADS)}; "
                       f"default: {' '.join(DEFAULT_HEADS)}; docs/protocols.md, Classification heads)", choice(HEADS),
                       many=True, metavar="HEAD")
+
+
+def windows_per_subject(task: str, options: Any) -> dict[str, int]:
+    """--max-windows-per-subject as the keyword a spec takes: the value given, else the task's default (the one
+    table, ``protocols.specs.WINDOWS_PER_SUBJECT``); empty for a task the table does not name (a plugin's spec keeps
+    its own default). Every task reads the option through this, so that 0 is refused, never taken for "not given"."""
+    value = options.max_windows_per_subject
+    return given(max_windows_per_subject=WINDOWS_PER_SUBJECT.get(task) if value is None else value)
 
 
 def mask_of(options: Any) -> MaskSpec:

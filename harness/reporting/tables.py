@@ -110,6 +110,9 @@ ADAPTED_NOTE = ("adapted (fine-tuned on the fold's training subjects): a pretrai
                 "fine-tuned in every cell on the other subjects (NAME@head: its output head, NAME@full: every "
                 "parameter; the budget in each row's model_info), not zero-shot; ranked among themselves")
 ZERO_SHOT = "zero-shot"  # the group of every other row (statistics: its name in the leaderboard's group column)
+# a group's short name, as a caption names the groups a table holds ("" is Table.groups()'s label of the zero-shot rows)
+GROUP_NAMES = {"": ZERO_SHOT, ADAPTED_GROUP: "adapted", SUPERVISED_GROUP: "supervised",
+               SCORED_GROUP: "scored from a file"}
 
 
 def supervised_rows(frame: pd.DataFrame, models) -> tuple[str, ...]:

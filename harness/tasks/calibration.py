@@ -13,11 +13,8 @@ import json
 import numpy as np
 
 from harness.registry.metrics import Metric
-from harness.registry.options import MAX_WINDOWS_PER_SUBJECT, SETTINGS, given
-from harness.tasks.base import Task
-from harness.tasks.forecasting import sampling, setting_capable
+from harness.tasks.forecasting_base import ForecastingWindows
 from protocols.calibration import NOMINAL, CalibrationCounts, evaluate_calibration, pool
-from protocols.specs import ForecastingSpec
 from protocols.splits import get_fold
 
 COVERAGE = tuple(Metric(f"coverage_{round(p * 100)}", f"{p:.0%} cov.", nan_when_ok=True) for p in NOMINAL)
@@ -32,20 +29,12 @@ CAPTION = ("Calibration: empirical coverage of the central 50/80/90 % intervals 
            "n/a.")
 
 
-class Calibration(Task):
+class Calibration(ForecastingWindows):
     name = "calibration"
     description = "calibration of quantile forecasts (coverage of central 50/80/90 % intervals, PIT histogram)"
-    default_seeds = (0,)
     figure = "calibration (PIT histograms, reliability diagram)"
-    options = (SETTINGS, MAX_WINDOWS_PER_SUBJECT)
     metrics = (*COVERAGE, CALIBRATION_ERROR, PIT_DEVIATION)
     ok_fields = ("n_points",)
-
-    def spec(self, options, seed):
-        return ForecastingSpec(**given(settings=options.settings), sampling=sampling(options, seed))
-
-    def points(self, spec):
-        return [(s, "clean", None) for s in spec.settings]
 
     def default_models(self):
         """Forecasting's default models (point forecasters: their rows say why they have no interval) and
@@ -58,7 +47,7 @@ class Calibration(Task):
                            else ())
 
     def capable(self, model, cell):
-        why = setting_capable(model, cell)
+        why = super().capable(model, cell)
         if why is None and not model.capabilities.quantiles:
             return f"{cell.model} gives {POINT_ONLY} (no quantiles): it has no interval to check"
         return why
@@ -89,12 +78,9 @@ class Calibration(Task):
         from harness.reporting.tables import Column, Entry, Table, grouped, model_notes, registry_names, SCALE
         from protocols.metrics import mean_std
 
-        rows = frame[frame["task"] == self.name]
+        rows, per, datasets, models = self._selection(frame, models, datasets)
         if rows.empty:
             return Table(CAPTION, (), (), {}, (f"no {self.name} records",))
-        per = replicates(rows)
-        datasets = datasets or list(dict.fromkeys(rows["dataset"]))
-        models = models or list(dict.fromkeys(rows["model"]))
         columns, entries, notes = [], {}, []
         point_only: dict[str, list[str]] = {}
         for ds in datasets:
@@ -140,12 +126,9 @@ class Calibration(Task):
         caption = (f"Calibration statistics: coverage (x100) pooled over settings and folds, with a 95 % percentile "
                    f"interval from {BOOTSTRAP} bootstrap resamples of the test subjects (seed 0); few "
                    "subjects give a coarse interval.")
-        rows = frame[frame["task"] == self.name]
+        rows, per, datasets, models = self._selection(frame, models, datasets)
         if rows.empty:
             return Table(caption, (), (), {}, (f"no {self.name} records",))
-        per = replicates(rows)
-        datasets = datasets or list(dict.fromkeys(rows["dataset"]))
-        models = models or list(dict.fromkeys(rows["model"]))
         columns, entries, notes = [], {}, []
         for ds in datasets:
             labels = [w for p in NOMINAL for w in (f"{p:.0%} cov.", f"{p:.0%} lo", f"{p:.0%} hi")]
@@ -168,6 +151,14 @@ class Calibration(Task):
                     entries[(model, col)] = (Entry(v, np.nan, 1, 1, "ok") if np.isfinite(v)
                                              else Entry(np.nan, np.nan, 0, 1, "n/a"))
         return Table(caption, tuple(columns), tuple(models), entries, tuple(notes + levels_notes(per)))
+
+    def _selection(self, frame, models, datasets):
+        """(the task's rows, their replicates, the datasets and models of a table: those given, else the rows')."""
+        rows = frame[frame["task"] == self.name]
+        if rows.empty:
+            return rows, [], [], []
+        return (rows, replicates(rows), datasets or list(dict.fromkeys(rows["dataset"])),
+                models or list(dict.fromkeys(rows["model"])))
 
     def figures(self, frame, out_dir):
         from harness.reporting.calibration_figure import calibration_figure

@@ -26,7 +26,7 @@ class Classification(Task):
     metrics = (MACRO_F1, MACRO_AUROC)
 
     def spec(self, options, seed):
-        return ClassificationSpec(**given(budgets=options.budgets), **segment_options(options))
+        return ClassificationSpec(**given(budgets=options.budgets), **segment_options(self.name, options))
 
     def points(self, spec):
         return [(spec.length, f"budget={b * 100:g}%", b) for b in spec.budgets]

@@ -13,9 +13,9 @@ from harness.tasks.base import Task, add_cell_files, details
 from harness.tasks.classification import _notes
 from harness.tasks.imputation import segment_options
 from protocols.classification import check_classifiable, labelled_segments
-from protocols.classification_heads import (HeadsSpec, checked, condition, evaluate_heads, head_of, head_seed,
+from protocols.classification_heads import (checked, condition, evaluate_heads, head_of, head_seed,
                                             linear_fit, mlp_fit)
-from protocols.specs import RUN_SEEDS
+from protocols.specs import RUN_SEEDS, HeadsSpec
 
 
 class ClassificationHeads(Task):
@@ -26,7 +26,7 @@ class ClassificationHeads(Task):
     metrics = (MACRO_F1, MACRO_AUROC)
 
     def spec(self, options, seed):
-        return HeadsSpec(**given(budgets=options.budgets, heads=options.heads), **segment_options(options))
+        return HeadsSpec(**given(budgets=options.budgets, heads=options.heads), **segment_options(self.name, options))
 
     def points(self, spec):
         return [(spec.length, condition(h, b), b) for h in spec.heads for b in spec.budgets]

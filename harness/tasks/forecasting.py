@@ -2,65 +2,43 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from harness.registry.options import MAX_WINDOWS_PER_SUBJECT, SETTINGS, given
 from harness.tasks.base import ErrorTask, cells_frame, paper_cell
+from harness.tasks.forecasting_base import ForecastingWindows
 from protocols.forecasting import evaluate_forecasting
-from protocols.specs import ForecastingSpec, SamplingSpec
 from protocols.splits import get_fold
-
-
-def sampling(options, seed: int) -> SamplingSpec:
-    """How forecasting-type tasks draw their windows: the seed, and --max-windows-per-subject if given."""
-    return SamplingSpec(seed=seed, **given(max_windows_per_subject=options.max_windows_per_subject))
-
-
-def setting_capable(model, cell) -> str | None:
-    """A forecasting setting needs a model that forecasts and supports its context and horizon."""
-    caps = model.capabilities
-    s = cell.point
-    if not caps.forecast or not caps.supports_setting(s.context, s.horizon):
-        return f"{cell.model} does not support forecasting setting {cell.setting}"
-    return None
 
 
 SETTING_TABLES = {"48/24": "tab:e-win24", "72/36": "tab:e-win36", "96/48": "tab:e-win48", "128/64": "tab:e-win64"}
 MAIN_RESULTS = "tab:main_results"  # the paper's main table: the mean over its four settings
 MAIN_CONDITION = "mean over 4 windows"  # the condition as the paper's transcription names it (results/paper/)
-CAPTION = ("Zero-shot forecasting: RMSE and MAE in normalised space, x100, mean ± std over settings "
-           "(folds pooled).")
+CAPTION_BODY = "RMSE and MAE in normalised space, x100, mean ± std over settings (folds pooled)."
+CAPTION = f"Zero-shot forecasting: {CAPTION_BODY}"  # a table of zero-shot rows only
 
 
-class Forecasting(ErrorTask):
+class Forecasting(ForecastingWindows, ErrorTask):
     name = "forecasting"
     description = "zero-shot forecasting (RMSE, MAE per context/horizon setting)"
-    default_seeds = (0,)
     scores_windows = True
     horizon_curves = True
     replicates = ("setting",)
     replicate_words = "settings"
-    options = (SETTINGS, MAX_WINDOWS_PER_SUBJECT)
-
-    def spec(self, options, seed):
-        return ForecastingSpec(**given(settings=options.settings), sampling=sampling(options, seed))
-
-    def points(self, spec):
-        return [(s, "clean", None) for s in spec.settings]
-
-    def capable(self, model, cell):
-        return setting_capable(model, cell)
 
     def evaluate(self, cell, dataset, model):
         fold = get_fold(dataset, cell.fold)
         return self.error_row(cell, evaluate_forecasting(model, dataset, fold, cell.point, cell.spec))
 
-    def table(self, frame, models=None, datasets=None, caption: str = CAPTION):
-        """The forecasting table: RMSE and MAE per dataset, mean ± std over settings (folds pooled); the
-        training studies' tables too (``harness.reporting.report.study_table``, with their own caption)."""
+    def table(self, frame, models=None, datasets=None, caption: str | None = None):
+        """The forecasting table: RMSE and MAE per dataset, mean ± std over settings (folds pooled), captioned
+        with the groups of rows it holds (:func:`caption_of`); the training studies' tables too
+        (``harness.reporting.report.study_table``, with their own caption)."""
         from harness.reporting.tables import error_table
 
-        return error_table(frame, self.name, "clean", models, datasets, caption)
+        table = error_table(frame, self.name, "clean", models, datasets, caption or CAPTION)
+        return table if caption else replace(table, caption=caption_of(table))
 
     def tables(self, frame, models=None, datasets=None):
         return [(self.name, self.table(frame, models, datasets))]
@@ -90,6 +68,18 @@ class Forecasting(ErrorTask):
                         float(values.std(ddof=1)) if len(values) > 1 else np.nan, status,
                         "" if status == "ok" else f"{len(ok)} of 4 settings" if len(ok) else g["reason"].iloc[0]))
         return cells_frame(rows)
+
+
+def caption_of(table) -> str:
+    """The caption naming each group of rows present: "Zero-shot forecasting" when every row is zero-shot, else
+    e.g. "Forecasting (zero-shot, adapted and supervised rows)": adapted and supervised models are no zero-shot."""
+    from harness.reporting.tables import GROUP_NAMES, ZERO_SHOT
+
+    names = [GROUP_NAMES[label] for label, _ in table.groups()]
+    if names in ([], [ZERO_SHOT]):
+        return CAPTION
+    words = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"Forecasting ({words} rows): {CAPTION_BODY}"
 
 
 TASK = Forecasting()  # registered by harness.tasks

@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from harness.registry.options import (MASK_OPTIONS, MAX_WINDOWS_PER_SUBJECT, MISSING_RATES_OPTION, SEGMENT_LENGTH, given,
-                                      mask_of)
+                                      mask_of, windows_per_subject)
 from harness.tasks.base import ErrorTask, cells_frame, details, paper_cell
 from protocols.imputation import evaluate_imputation
 from protocols.specs import MISSING_RATES, ImputationSpec, RUN_SEEDS
 from protocols.splits import get_fold
 
 
-def segment_options(options) -> dict[str, int]:
-    """--max-windows-per-subject and --segment-length, where given (else the spec's defaults)."""
-    return given(max_windows_per_subject=options.max_windows_per_subject, length=options.segment_length)
+def segment_options(task: str, options) -> dict[str, int]:
+    """--max-windows-per-subject (given, else the task's default) and --segment-length (given, else the spec's)."""
+    return {**windows_per_subject(task, options), **given(length=options.segment_length)}
 
 
 class Imputation(ErrorTask):
@@ -34,7 +34,8 @@ class Imputation(ErrorTask):
     options = (MISSING_RATES_OPTION, SEGMENT_LENGTH, MAX_WINDOWS_PER_SUBJECT, *MASK_OPTIONS)
 
     def spec(self, options, seed):
-        return ImputationSpec(**given(rates=options.rates), mask=mask_of(options), **segment_options(options))
+        return ImputationSpec(**given(rates=options.rates), mask=mask_of(options),
+                              **segment_options(self.name, options))
 
     def points(self, spec):
         return [(spec.length, spec.mask.condition(r), r) for r in spec.rates]

@@ -8,12 +8,12 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from harness.registry.options import MAX_WINDOWS_PER_SUBJECT, SETTINGS, Option, choice, given
-from harness.tasks.base import ErrorTask, details
-from harness.tasks.forecasting import sampling, setting_capable
-from protocols.irregular import (IMPUTE, IMPUTE_RATE, PATTERNS, REGULAR, RESAMPLED, SEVERITIES, SOURCES, TRUE_TIMES,
-                                 IrregularSpec, evaluate_irregular)
+from harness.registry.options import Option, choice, given
+from harness.tasks.base import details
+from harness.tasks.forecasting_base import WINDOW_OPTIONS, ForecastingVariant
+from protocols.irregular import RESAMPLED, TRUE_TIMES, evaluate_irregular
 from protocols.irregular_imputation import evaluate_irregular_imputation
+from protocols.specs import IMPUTE, IMPUTE_RATE, PATTERNS, REGULAR, SEVERITIES, SOURCES, IrregularSpec
 from protocols.splits import get_fold
 
 PATTERNS_OPTION = Option("--patterns", f"how the windows are sampled (any of {', '.join(PATTERNS)}; "
@@ -47,24 +47,19 @@ def takes_true_times(name: str, model) -> bool:
     return spec is not None and spec.family in CONTINUOUS_TIME_FAMILIES
 
 
-class Irregular(ErrorTask):
+class Irregular(ForecastingVariant):
     name = "irregular"
     description = "forecasting under irregular sampling (RMSE, MAE per pattern and severity)"
-    default_seeds = (0,)
-    replicates = ("setting", "seed")
-    replicate_words = "setting-seed pairs"
+    scores_windows = False  # its rows keep no per-window errors: the statistics do not apply
     title = "Forecasting under irregular sampling"
-    over = "settings and seeds"
     figure = "irregular sampling: error against severity per pattern"
     figure_stem = "irregular_sampling"
-    figure_metrics = ("RMSE", "MAE")
     x_label = "severity"
-    options = (SETTINGS, PATTERNS_OPTION, SEVERITIES_OPTION, SOURCES_OPTION, MAX_WINDOWS_PER_SUBJECT)
+    options = (*WINDOW_OPTIONS, PATTERNS_OPTION, SEVERITIES_OPTION, SOURCES_OPTION)
+    spec_type = IrregularSpec
 
-    def spec(self, options, seed):
-        return IrregularSpec(**given(settings=options.settings, patterns=options.patterns,
-                                     severities=options.severities, sources=options.irregular_sources),
-                             sampling=sampling(options, seed))
+    def spec_fields(self, options):
+        return given(patterns=options.patterns, severities=options.severities, sources=options.irregular_sources)
 
     def points(self, spec):
         """Severity 0 once per setting (``regular``: the same windows for every pattern), then each pattern's;
@@ -110,7 +105,7 @@ class Irregular(ErrorTask):
         if cell.condition.startswith(IMPUTE):  # as the imputation task: a forecaster imputes by the default
             caps = model.capabilities
             return None if caps.impute or caps.forecast else f"{cell.model} neither imputes nor forecasts"
-        return setting_capable(model, cell)
+        return super().capable(model, cell)
 
     def evaluate(self, cell, dataset, model):
         imputed = cell.condition.startswith(IMPUTE)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from harness.registry.options import (ARTEFACT, ARTEFACT_PLACEMENT, MAINS_HZ, MAX_WINDOWS_PER_SUBJECT,
-                                      NOISE_LEVELS_OPTION, SETTINGS, artefact_of, given)
-from harness.tasks.base import ErrorTask
-from harness.tasks.forecasting import sampling, setting_capable
+from harness.registry.options import ARTEFACT, ARTEFACT_PLACEMENT, MAINS_HZ, NOISE_LEVELS_OPTION, artefact_of
+from harness.tasks.forecasting_base import WINDOW_OPTIONS, ForecastingVariant
 from protocols.artefacts import ArtefactUnavailable
 from protocols.noise import evaluate_noise
 from protocols.specs import NoiseSpec
@@ -14,28 +12,22 @@ from protocols.splits import get_fold
 SEVERITY = {"clip": "clip severity (share of context samples saturated)"}
 
 
-class Noise(ErrorTask):
+class Noise(ForecastingVariant):
     name = "noise"
     description = "forecasting under context noise (RMSE, MAE per noise level beta)"
-    default_seeds = (0,)
-    scores_windows = True
-    replicates = ("setting", "seed")
-    replicate_words = "setting-seed pairs"
     title = "Forecasting under context noise"
-    over = "settings and seeds"
     figure = "noise robustness"
     figure_stem = "noise_robustness"
-    figure_metrics = ("RMSE", "MAE")
     x_label = "noise level beta"
-    options = (SETTINGS, NOISE_LEVELS_OPTION, MAX_WINDOWS_PER_SUBJECT, ARTEFACT, MAINS_HZ, ARTEFACT_PLACEMENT)
+    options = (*WINDOW_OPTIONS, NOISE_LEVELS_OPTION, ARTEFACT, MAINS_HZ, ARTEFACT_PLACEMENT)
+    spec_type = NoiseSpec
 
-    def spec(self, options, seed):
+    def spec_fields(self, options):
         artefact = artefact_of(options)
-        return NoiseSpec(**given(settings=options.settings), levels=options.levels or artefact.default_levels,
-                         sampling=sampling(options, seed), artefact=artefact)
+        return {"levels": options.levels or artefact.default_levels, "artefact": artefact}
 
-    def points(self, spec):
-        return [(s, spec.artefact.condition(b), b) for s in spec.settings for b in spec.levels]
+    def conditions(self, spec):
+        return [(spec.artefact.condition(b), b) for b in spec.levels]
 
     def family(self, condition):
         """The artefact of a condition: "" for the paper's Gaussian noise (``beta=0.1``), else e.g. ``wander``."""
@@ -44,9 +36,6 @@ class Noise(ErrorTask):
 
     def family_label(self, family):
         return SEVERITY.get(family, f"{family} severity (RMS where present / sigma)")
-
-    def capable(self, model, cell):
-        return setting_capable(model, cell)
 
     def evaluate(self, cell, dataset, model):
         fold = get_fold(dataset, cell.fold)

@@ -15,7 +15,8 @@ from collections import OrderedDict
 import numpy as np
 
 from harness.registry.options import (MASK_OPTIONS, MAX_WINDOWS_PER_SUBJECT, MISSING_RATES_OPTION, PHYSIO_CONTEXT,
-                                      PHYSIO_HORIZON, PHYSIO_MEASURES, PHYSIO_SEGMENT, PHYSIO_SOURCES, given, mask_of)
+                                      PHYSIO_HORIZON, PHYSIO_MEASURES, PHYSIO_SEGMENT, PHYSIO_SOURCES, given, mask_of,
+                                      windows_per_subject)
 from harness.tasks.base import Task, add_cell_files, details, family_stem
 from protocols.physiology import (MEASURES, forecast_spans, imputed_segments, measure_unavailable,
                                   physiology_scores)
@@ -55,9 +56,8 @@ class Physiology(Task):
         base = PhysiologySpec(**given(context_seconds=options.physio_context, horizon_seconds=options.physio_horizon,
                                       segment_seconds=options.physio_segment, sources=options.physio_sources,
                                       measures=options.physio_measures))
-        maxw = options.max_windows_per_subject or base.sampling.max_windows_per_subject
         return dataclasses.replace(base, rates=options.rates or base.rates, mask=mask_of(options),
-                                   sampling=SamplingSpec(max_windows_per_subject=maxw, seed=seed))
+                                   sampling=SamplingSpec(seed=seed, **windows_per_subject(self.name, options)))
 
     ok_fields = ("sse", "sae", "n_points")  # the sums pool exactly over folds
 

@@ -3,12 +3,10 @@ subjects' MinMax range by named amounts (``protocols.shift``); one table per con
 
 from __future__ import annotations
 
-from harness.registry.options import (MAX_WINDOWS_PER_SUBJECT, SETTINGS, SHIFT_KINDS_OPTION, SHIFT_SEVERITIES_OPTION,
-                                      given)
-from harness.tasks.base import ErrorTask
-from harness.tasks.forecasting import setting_capable
-from protocols.shift import NO_SHIFT, SHIFT_WINDOWS_PER_SUBJECT, ShiftSpec, evaluate_shift, parse_condition
-from protocols.specs import SamplingSpec
+from harness.registry.options import SHIFT_KINDS_OPTION, SHIFT_SEVERITIES_OPTION, given
+from harness.tasks.forecasting_base import WINDOW_OPTIONS, ForecastingVariant
+from protocols.shift import evaluate_shift, parse_condition
+from protocols.specs import NO_SHIFT, ShiftSpec
 from protocols.splits import get_fold
 
 LABELS = {"level": "level shift (offset / the training subjects' range)",
@@ -16,30 +14,21 @@ LABELS = {"level": "level shift (offset / the training subjects' range)",
           "both": "level and scale shift s (amplitude x (1 + s), offset s ranges)"}
 
 
-class SubjectShift(ErrorTask):
+class SubjectShift(ForecastingVariant):
     name = "shift"
     description = "forecasting on a test subject shifted outside the training MinMax range (RMSE, MAE per severity)"
-    default_seeds = (0,)
-    scores_windows = True
-    replicates = ("setting", "seed")
-    replicate_words = "setting-seed pairs"
     title = "Forecasting under subject shift"
-    over = "settings and seeds"
     figure = "subject shift"
     figure_stem = "subject_shift"
-    figure_metrics = ("RMSE", "MAE")
     x_label = "shift severity"
-    options = (SETTINGS, SHIFT_KINDS_OPTION, SHIFT_SEVERITIES_OPTION, MAX_WINDOWS_PER_SUBJECT)
+    options = (*WINDOW_OPTIONS, SHIFT_KINDS_OPTION, SHIFT_SEVERITIES_OPTION)
+    spec_type = ShiftSpec
 
-    def spec(self, options, seed):
-        given_windows = options.max_windows_per_subject
-        windows = SHIFT_WINDOWS_PER_SUBJECT if given_windows is None else given_windows
-        return ShiftSpec(**given(settings=options.settings, kinds=options.shift_kinds,
-                                 severities=options.shift_severities),
-                         sampling=SamplingSpec(max_windows_per_subject=windows, seed=seed))
+    def spec_fields(self, options):
+        return given(kinds=options.shift_kinds, severities=options.shift_severities)
 
-    def points(self, spec):
-        return [(s, shift.condition, shift.severity) for s in spec.settings for shift in spec.shifts]
+    def conditions(self, spec):
+        return [(shift.condition, shift.severity) for shift in spec.shifts]
 
     def default_models(self):
         """Forecasting's: the study compares each model with its own plain forecasting run."""
@@ -64,9 +53,6 @@ class SubjectShift(ErrorTask):
         import pandas as pd
 
         return [(family, pd.concat([*plain, rows])) for family, rows in kinds]
-
-    def capable(self, model, cell):
-        return setting_capable(model, cell)
 
     def evaluate(self, cell, dataset, model):
         fold = get_fold(dataset, cell.fold)
