@@ -502,6 +502,7 @@ def _print_statistics(frame, task: str, out: Path, reference: str | None, quiet:
 def _list(what: str) -> int:
     from models.pretraining import data_line
     from models.registry import FAMILY_LABELS, all_specs
+    from models.soter.entries import refused as refused_entries
     from protocols.datasets import all_datasets
 
     if what in ("datasets", "all"):
@@ -521,6 +522,8 @@ def _list(what: str) -> int:
             print(f"  {'':<22} pre-training data: {data_line(name)}")
             if reason:
                 print(f"  {'':<22} to run it: {reason}")
+        for problem in refused_entries():
+            print(f"  skipped (not registered): {problem}")
     if what in ("tasks", "all"):
         print("Tasks:")
         for name, task in all_tasks().items():
