@@ -205,3 +205,20 @@ def test_a_severity_at_which_float64_loses_the_signal_is_refused_and_every_admit
         with pytest.raises(SpecError, match="makes float64 round the shifted signal"):
             Shift(kind, severity)
     ShiftSpec(kinds=("scale", "both"), severities=(0.0, 1e15))  # a scale change keeps the signal's own precision
+
+
+def test_run_shift_prints_the_no_shift_table_once_though_every_kind_writes_it(tmp_path, capsys):
+    from harness.cli import main
+    from protocols.datasets.folder import write_folder_dataset
+
+    folder = tmp_path / "toy"
+    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), folder)
+    assert main(["run", "shift", "--dataset", str(folder), "--models", "last-value", "--settings", "32/8",
+                 "--max-windows-per-subject", "2", "--shift-kinds", "level", "scale", "--shift-severities", "0", "1",
+                 "--out", str(tmp_path / "out"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(f"Forecasting under subject shift, {NO_SHIFT}") == 1, out
+    assert out.count("Forecasting under subject shift, level=1") == out.count("Forecasting under subject shift, "
+                                                                                "scale=1") == 1
+    assert {p.name for p in (tmp_path / "out" / "tables").glob("shift_*_0.txt")} == {"shift_level_0.txt",
+                                                                                    "shift_scale_0.txt"}
