@@ -410,8 +410,12 @@ def _publish(frame, task: str, out: Path, models: list[str] | None, datasets: li
     folder.mkdir(parents=True, exist_ok=True)
     model_notes: dict[str, None] = {}  # printed once per run, after every table (each file keeps its own)
     verdicts = read_verdicts(out)
+    shown: set[str] = set()  # a table in several families' sets (shift=0 is every kind's) is printed once
     for stem, table in marked_task_tables(frame, task, models, datasets, read_declared_sources(out), verdicts):
-        print(render(table, style, with_model_notes=False))
+        text = render(table, style, with_model_notes=False)
+        if text not in shown:
+            print(text)
+            shown.add(text)
         model_notes.update(dict.fromkeys(table.model_notes))
         for fmt, ext in (("text", "txt"), ("markdown", "md"), ("latex", "tex")):
             (folder / f"{stem}.{ext}").write_text(render(table, fmt))
@@ -507,6 +511,7 @@ def _print_statistics(frame, task: str, out: Path, reference: str | None, quiet:
 def _list(what: str) -> int:
     from models.pretraining import data_line
     from models.registry import FAMILY_LABELS, all_specs
+    from models.soter.entries import refused as refused_entries
     from protocols.datasets import all_datasets
 
     if what in ("datasets", "all"):
@@ -526,6 +531,8 @@ def _list(what: str) -> int:
             print(f"  {'':<22} pre-training data: {data_line(name)}")
             if reason:
                 print(f"  {'':<22} to run it: {reason}")
+        for problem in refused_entries():
+            print(f"  skipped (not registered): {problem}")
     if what in ("tasks", "all"):
         print("Tasks:")
         for name, task in all_tasks().items():

@@ -384,16 +384,26 @@ def overlap(entry: Entry | None, dataset: str, declared: Iterable[str] = (), reg
     return Overlap("unknown", "; ".join(w for w in why if w) or "its corpus is not documented in full", cite, checked)
 
 
-def model_overlap(model: str, dataset: str, checkpoint: str | None = None, declared: Iterable[str] = (),
-                  weights: str | None = None) -> Overlap:
-    """``model`` on ``dataset``; for a SOTER checkpoint, ``weights`` (the digest a record names) must be
-    the checkpoint's own: rows of older weights in that folder were not trained on the recorded corpus."""
+def model_entry(model: str, checkpoint: str | None = None) -> Entry | None:
+    """The registry entry of a registered model name: the one place that resolves a name, so that
+    `harness list`, the comparison files and the overlap marks cannot disagree. An adapted entry
+    (NAME@MODE) was pre-trained as its base was."""
     from models.adapted import split_name
 
     reg = registry()
     entry = reg.entry_for(model, checkpoint)
-    if entry is None and split_name(model)[0] != model:  # an adapted entry (NAME@MODE): its base's pre-training
-        entry = reg.entry_for(split_name(model)[0], checkpoint)
+    base = split_name(model)[0]
+    if entry is None and base != model:
+        entry = reg.entry_for(base, checkpoint)
+    return entry
+
+
+def model_overlap(model: str, dataset: str, checkpoint: str | None = None, declared: Iterable[str] = (),
+                  weights: str | None = None) -> Overlap:
+    """``model`` on ``dataset``; for a SOTER checkpoint, ``weights`` (the digest a record names) must be
+    the checkpoint's own: rows of older weights in that folder were not trained on the recorded corpus."""
+    reg = registry()
+    entry = model_entry(model, checkpoint)
     if entry is not None and entry.weights and weights and weights != entry.weights:
         return Overlap("unknown", f"computed with weights {weights}, not the {entry.key} weights ({entry.weights}) "
                                   "whose corpus is recorded", entry.cite, entry.checked)
@@ -402,9 +412,9 @@ def model_overlap(model: str, dataset: str, checkpoint: str | None = None, decla
 
 def data_line(model: str) -> str:
     """The model's pre-training data in one line (``harness list models``)."""
-    entry = registry().entry_for(model)
+    entry = model_entry(model)
     if entry is None:
         return "unknown (no entry in models/pretraining_overlap.toml)"
-    seen = [d for d in registry().datasets if overlap(entry, d).may_have_seen]
+    seen = [d for d in registry().datasets if model_overlap(model, d).may_have_seen]
     flag = f"; may have seen: {', '.join(seen)}" if seen else ""
     return f"{entry.data}{flag} [{entry.cite}; checked {entry.checked}]"

@@ -14,8 +14,9 @@ their own context and with three changed contexts, each keeping the timestamps a
 - ``other``: the context of another probed window of the same test subject (another shape and level).
 
 Measure: per window, the mean absolute change of its forecast (over channels and horizon) divided by the mean
-standard deviation of its original context over channels (1 for a flat context); per change, the median over the
-probed windows. A change is *ignored* when that is at most ``rtol`` (default ``RTOL`` = 1% of a standard deviation,
+standard deviation of its original context over channels (1 for a flat context), both over the channels whose
+context varies (all of them when none does): a constant channel's forecast need not move; per change, the median
+over the probed windows. A change is *ignored* when that is at most ``rtol`` (default ``RTOL`` = 1% of a standard deviation,
 while the level shift moves the input by three). Verdict: ``input-independent`` (flagged) when every change is
 ignored; ``ignores level`` (flagged) when only the level shift is: the forecast does not follow the values it was
 given (e.g. a model that normalises its input and never restores the level); else ``responds``, with the changes
@@ -98,15 +99,27 @@ def _spread(context: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(s) & (s > 1e-12), s, 1.0)
 
 
+def _varying(context: np.ndarray) -> np.ndarray:
+    """[N, C] the channels the measure reads: those whose context varies, or every channel of a window none of
+    whose channels varies. A constant channel's forecast rightly stays put when another constant context
+    replaces it (``other``): counting it would dilute the change of the channels that move, and flag a model
+    that follows them as ignoring its input."""
+    raw = np.nanstd(context, axis=2) if np.isfinite(context).any() else np.zeros(context.shape[:2])
+    varying = np.isfinite(raw) & (raw > 1e-12)
+    return varying | ~varying.any(axis=1, keepdims=True)
+
+
 def probe_arrays(model: Model, arrays: WindowArrays, batch_size: int, rtol: float = RTOL) -> SensitivityReport:
     """The probe on the windows ``arrays`` (their targets are never read)."""
     reference = predict_windows(model, arrays, batch_size)
-    scale = _spread(arrays.context).mean(axis=1)  # [N]
+    measured = _varying(arrays.context)  # [N, C]
+    scale = np.nanmean(np.where(measured, _spread(arrays.context), np.nan), axis=1)  # [N]
     changes: dict[str, float | None] = dict.fromkeys(CHANGES)
     for name, context in changed_contexts(arrays.context).items():
         moved = predict_windows(model, WindowArrays(context, arrays.context_times, arrays.target,
                                                     arrays.target_times), batch_size)
-        per_window = np.nanmean(np.abs(moved - reference), axis=(1, 2)) / scale
+        change = np.where(measured[:, :, None], np.abs(moved - reference), np.nan)
+        per_window = np.nanmean(change, axis=(1, 2)) / scale
         changes[name] = float(np.nanmedian(per_window))
     return SensitivityReport(model=getattr(model, "name", type(model).__name__), changes=changes, rtol=rtol,
                              n_windows=int(arrays.context.shape[0]))

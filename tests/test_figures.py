@@ -171,6 +171,39 @@ def test_a_log_error_axis_reads_plain_numbers(saved, monkeypatch):
     assert labels and not any("^" in s for s in labels)
 
 
+def _every_label(fig) -> list[str]:
+    fig.canvas.draw()
+    return [t.get_text() for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for minor in (False, True)
+            for t in axis.get_ticklabels(minor=minor) if t.get_text()]
+
+
+@pytest.mark.parametrize("worst", [7.0, float("inf")])
+def test_a_log_axis_never_prints_raw_mathtext_when_a_model_blows_up(worst):
+    """Mathtext is off (figures.pyplot): matplotlib's log labels printed as `$\\mathdefault{2\\times10^{0}}$`
+    on the minor ticks, which it labels when the axis spans little more than a decade (one model's inf)."""
+    curves = (figures.Curve("last-value", (1.0, 2.0, 4.0), (0.3, 0.4, 0.5), (0.0, 0.0, 0.0)),
+              figures.Curve("soter", (1.0, 2.0, 4.0), (0.3, 5.0, worst), (0.0, 0.0, 0.0)))
+    fig = figures.draw([[figures.Panel("t", "x", "y", curves, log_x=True)]])
+    (ax,) = fig.axes
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "log"
+    labels = _every_label(fig)
+    assert labels and not any("$" in s or "mathdefault" in s for s in labels), labels
+    assert "0.3" in labels and "2" in labels  # the minor ticks read as plain numbers
+    figures.pyplot().close(fig)
+
+
+def test_the_accuracy_against_cost_figure_reads_plain_numbers(tmp_path, monkeypatch):
+    from harness.reporting import overhead
+
+    caught = {}
+    monkeypatch.setattr(figures, "save_png_pdf", lambda fig, path: caught.setdefault("fig", fig) and [])
+    points = pd.DataFrame({"model": ["a", "b"], "seconds_per_sample": [0.002, 0.5], "rmse_x100": [30.0, 20.0],
+                           "cells": [4, 4]})
+    overhead.plot_accuracy_vs_cost(points, tmp_path / "cost")
+    labels = _every_label(caught["fig"])
+    assert labels and not any("$" in s for s in labels), labels
+
+
 def test_no_records_no_figure(tmp_path):
     empty = error_records("imputation").iloc[:0]
     assert figures.task_figures(empty, "imputation", tmp_path) == []

@@ -68,6 +68,29 @@ def test_legitimate_forecasters_pass(name):
         assert report.ignored == ("reversed",)
 
 
+def test_a_constant_channel_does_not_count_as_an_ignored_input():
+    """One channel constant, the other varying by little: last value follows every change of the varying one,
+    yet the probe once said it ignored the time reversal and another window (the constant channel's unchanged
+    forecast diluted the change, its floor of 1 standard deviation inflated the scale)."""
+    from baselines.naive import LastValue
+    from protocols.sensitivity import probe_arrays
+    from protocols.windows import WindowArrays
+
+    rng = np.random.default_rng(1)
+    n, length, horizon = 6, 64, 16
+    context = 0.5 + 0.004 * rng.normal(size=(n, 2, length))
+    context[:, 1, :] = 0.3  # e.g. a sensor stuck at one value
+    times = np.tile(np.arange(length, dtype=float), (n, 1))
+    queries = np.tile(np.arange(length, length + horizon, dtype=float), (n, 1))
+    report = probe_arrays(LastValue(), WindowArrays(context, times, np.zeros((n, 2, horizon)), queries), 64)
+    assert report.verdict == RESPONDS and report.ignored == (), report.describe()
+    assert report.changes["level"] == pytest.approx(3.0)  # the varying channel moved by its 3 deviations
+    # the constant channel alone (every channel of a window flat): still measured, on every channel
+    flat = np.full((n, 2, length), 0.3)
+    alone = probe_arrays(LastValue(), WindowArrays(flat, times, np.zeros((n, 2, horizon)), queries), 64)
+    assert alone.changes["level"] == pytest.approx(3.0)
+
+
 def test_the_probe_is_deterministic_under_a_seed():
     model = get_spec("seasonal-naive").load(seed=0)
     assert _probe(model, seed=3) == _probe(model, seed=3)

@@ -173,3 +173,26 @@ def test_plan_counts_an_irregular_cells_windows_as_forecasting_does():
     from harness.run.costs import WINDOW_TASKS  # the plan's cost estimate: windows x channels of the setting
 
     assert {"forecasting", "irregular"} <= WINDOW_TASKS
+
+
+@pytest.mark.parametrize("sources", [("forecast",), ("impute",)])
+def test_a_severity_that_leaves_nothing_to_score_says_so(tmp_path, sources):
+    """Drop or renewal at 0.999 hides every target sample: the error row once blamed short recordings or
+    missing values (0 and 0 of them)."""
+    from harness.records.store import read_records
+    from harness.run.runner import RunConfig, execute
+    from protocols.datasets.folder import write_folder_dataset
+
+    folder = tmp_path / "toy"
+    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), folder)
+    options = {"settings": (SETTING,), "max_windows_per_subject": 2, "patterns": ("drop", "renewal"),
+               "severities": (0.999,), "irregular_sources": sources}
+    execute(RunConfig(task="irregular", options=options, datasets=(str(folder),), models=("last-value",),
+                      out=tmp_path / "out", progress=False), log=lambda m: None)
+    rows = read_records(tmp_path / "out" / "records.csv")
+    assert len(rows) == 6 and set(rows["status"]) == {"error"}
+    what = "target sample" if sources == ("forecast",) else "query with its true value"
+    for condition, error in zip(rows["condition"], rows["error"]):
+        pattern = condition.split("=")[0].removeprefix("impute ").strip()
+        assert error.startswith(f"{pattern} at severity 0.999 left no {what} observed in any of the "), error
+        assert "shorter than that" not in error

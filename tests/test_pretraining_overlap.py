@@ -31,10 +31,8 @@ def _builtin_models() -> list[str]:
 
 def test_every_registered_model_has_an_entry_with_a_source_or_unknown():
     reg = registry()
-    from models.adapted import split_name
-
     for name in _builtin_models():
-        entry = reg.entry_for(split_name(name)[0])  # an adapted entry (NAME@MODE) carries its base's (issue #49)
+        entry = pretraining.model_entry(name)  # an adapted entry (NAME@MODE) carries its base's
         assert entry is not None, f"{name} has no entry in {REGISTRY_FILE.name}"
         assert entry.cite.strip() and entry.checked.strip(), name
         for dataset in reg.datasets:
@@ -223,6 +221,37 @@ def test_list_models_prints_one_pretraining_line_per_model(capsys):
     out = capsys.readouterr().out
     assert out.count("pre-training data: ") == len(all_specs())
     assert "pre-training data: none: computed from each window's context [baselines/naive.py" in out
+
+
+def _listed_data(out: str) -> dict[str, str]:
+    """`list models`: model name -> its pre-training data line."""
+    found, model = {}, None
+    for line in out.splitlines():
+        if line.startswith("  ") and not line.startswith("   ") and line.split():
+            model = line.split()[0]
+        elif model and line.strip().startswith("pre-training data: "):
+            found[model] = line.strip().removeprefix("pre-training data: ")
+    return found
+
+
+def test_list_models_says_what_the_overlap_registry_says_for_every_registered_model(capsys):
+    """One source of truth: the corpus `list` prints is the entry the overlap marks use, and the datasets it
+    says the model may have seen are those the marks flag (an adapted NAME@MODE once printed "unknown")."""
+    from harness.cli import main
+
+    assert main(["list", "models"]) == 0
+    listed = _listed_data(capsys.readouterr().out)
+    assert set(listed) == set(all_specs())
+    reg = registry()
+    for name, line in listed.items():
+        marks = {d: pretraining.model_overlap(name, d) for d in reg.datasets}
+        if line.startswith("unknown"):
+            assert all(o.status == "unknown" for o in marks.values()), (name, line)
+            continue
+        cites = {f"[{o.cite}; checked {o.checked}]" for o in marks.values()}
+        assert len(cites) == 1 and line.endswith(cites.pop()), (name, line)  # the entry the marks read
+        seen = [d for d, o in marks.items() if o.may_have_seen]
+        assert (f"may have seen: {', '.join(seen)} [" in line) if seen else ("may have seen" not in line), (name, line)
 
 
 def test_a_new_checkpoint_folder_gets_its_entry_without_editing_the_registry(tmp_path):

@@ -104,6 +104,8 @@ def test_conditions_and_bad_severities():
     (["--shift-severities", "inf"], "error: --shift-severities: inf is not a finite number"),
     (["--shift-severities", "big"], "error: --shift-severities:"),
     (["--shift-kinds", "tilt"], "error: --shift-kinds:"),
+    (["--shift-severities", "0", "1e15"], "error: --shift-severities 1e+15: level at this severity makes float64 "
+                                          "round the shifted signal"),
 ])
 def test_bad_shift_options_on_the_command_line_are_one_line_and_exit_2(tmp_path, capsys, words, start):
     from harness.cli import main
@@ -162,3 +164,45 @@ def test_the_default_draws_8_windows_per_subject_and_a_given_count_is_kept():
     with pytest.raises(SpecError, match="--max-windows-per-subject"):
         task.spec(options_of(task, {"max_windows_per_subject": 0}), 0)
     assert ShiftSpec().fingerprint() == "shift;maxw=8;stride=None;seed=0"
+
+
+def test_a_severity_at_which_float64_loses_the_signal_is_refused_and_every_admitted_one_keeps_last_value_exact():
+    """docs/protocols.md: last value's error is identical at every level. At level 1e15 float64 rounds the shifted
+    signal to an eighth of its range (last value's RMSE 0.3294 -> 0.4028 on a real run): such a severity is refused;
+    at the largest admitted ones, last value's errors equal the plain run's to far below a printed digit."""
+    from baselines.naive import LastValue
+    from protocols.specs import PRECISION_FRACTION, SIGNAL_RESOLUTION, rounding
+
+    ds, fold = _toy()
+    plain = evaluate_shift(LastValue(), ds, fold, SETTING, SPEC, Shift("level", 0.0))
+    for severity in (2.0 ** 18, -(2.0 ** 18), 1e5):
+        moved = evaluate_shift(LastValue(), ds, fold, SETTING, SPEC, Shift("level", severity))
+        assert moved.errors.rmse == pytest.approx(plain.errors.rmse, rel=1e-6), severity
+        assert moved.errors.mae == pytest.approx(plain.errors.mae, rel=1e-6), severity
+    unchecked = object.__new__(Shift)  # what the study scored before the check
+    object.__setattr__(unchecked, "kind", "level")
+    object.__setattr__(unchecked, "severity", 1e15)
+    rounded = evaluate_forecasting(LastValue(), shifted_dataset(ds, fold, unchecked), fold, SETTING, SPEC.forecasting())
+    assert rounded.errors.rmse != pytest.approx(plain.errors.rmse, rel=1e-3)
+    for kind, severity in (("level", 1e15), ("level", -1e7), ("both", -1 + 1e-12), ("scale", -1 + 1e-12)):
+        assert rounding(kind, severity) > PRECISION_FRACTION * SIGNAL_RESOLUTION
+        with pytest.raises(SpecError, match="makes float64 round the shifted signal"):
+            Shift(kind, severity)
+    ShiftSpec(kinds=("scale", "both"), severities=(0.0, 1e15))  # a scale change keeps the signal's own precision
+
+
+def test_run_shift_prints_the_no_shift_table_once_though_every_kind_writes_it(tmp_path, capsys):
+    from harness.cli import main
+    from protocols.datasets.folder import write_folder_dataset
+
+    folder = tmp_path / "toy"
+    write_folder_dataset(make_dataset(n_subjects=3, n_samples=300), folder)
+    assert main(["run", "shift", "--dataset", str(folder), "--models", "last-value", "--settings", "32/8",
+                 "--max-windows-per-subject", "2", "--shift-kinds", "level", "scale", "--shift-severities", "0", "1",
+                 "--out", str(tmp_path / "out"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(f"Forecasting under subject shift, {NO_SHIFT}") == 1, out
+    assert out.count("Forecasting under subject shift, level=1") == out.count("Forecasting under subject shift, "
+                                                                                "scale=1") == 1
+    assert {p.name for p in (tmp_path / "out" / "tables").glob("shift_*_0.txt")} == {"shift_level_0.txt",
+                                                                                    "shift_scale_0.txt"}

@@ -226,9 +226,13 @@ def test_plot_cd_diagram_writes_png_and_pdf(tmp_path):
     assert paths == [tmp_path / "figs" / "cd.png", tmp_path / "figs" / "cd.pdf"]
     assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and paths[0].stat().st_size > 1000
     assert paths[1].read_bytes()[:5] == b"%PDF-" and paths[1].stat().st_size > 1000
-    # two models draw too
-    two = plot_cd_diagram(rank_summary(SCORES[["A", "B"]]), tmp_path / "cd2")
-    assert all(p.stat().st_size > 0 for p in two)
+    # no Friedman p-value (two models, or every model tied): no diagram captioned "p = nan", and the reason said
+    with pytest.raises(ValueError, match=r"needs a Friedman p-value, and there is none: Friedman needs >= 3 models"):
+        plot_cd_diagram(rank_summary(SCORES[["A", "B"]]), tmp_path / "cd2")
+    tied = pd.DataFrame({"x": [1.0, 2.0], "y": [1.0, 2.0], "z": [1.0, 2.0]})
+    with pytest.raises(ValueError, match="all models tie in every complete cell"):
+        plot_cd_diagram(rank_summary(tied), tmp_path / "cd3")
+    assert not list(tmp_path.glob("cd[23].*"))
     with pytest.raises(ValueError, match="2 complete cells"):
         plot_cd_diagram(rank_summary(SCORES.iloc[:1]), tmp_path / "cd1")
 

@@ -180,3 +180,18 @@ def test_mae_by_horizon_step_is_kept_and_tabulated(tmp_path):
     assert table.loc[("48/24", "seasonal-naive"), "step 1"] == pytest.approx(44 / 8 * 100)
     rmse = stats_report.horizon_table(windows, "rmse").set_index(["setting", "model"])
     assert rmse.loc[("48/24", "B"), "step 1"] == pytest.approx(RMSE["B"] * 100)
+
+
+def test_no_critical_difference_diagram_without_a_friedman_p_value_and_the_report_says_why(tmp_path, monkeypatch):
+    """Two models: Friedman's test is undefined, so a diagram would be captioned "Friedman p = nan"."""
+    import sys
+
+    module = sys.modules[__name__]
+    monkeypatch.setattr(module, "ERRORS", {m: ERRORS[m] for m in ("A", "B")})
+    _records(tmp_path / "two")
+    assert main(["report", "--results", str(tmp_path / "two"), "--out", str(tmp_path / "rep")]) == 0
+    report = (tmp_path / "rep" / "REPORT.md").read_text()
+    assert "critical-difference diagram (RMSE): a critical-difference diagram needs a Friedman p-value, and there " \
+           "is none: Friedman needs >= 3 models" in report
+    assert "Friedman p = nan" not in report
+    assert not list((tmp_path / "rep" / "statistics").glob("cd_*"))

@@ -338,7 +338,48 @@ def test_an_oversized_config_is_refused_before_the_model_is_built(tmp_path):
             "except CheckpointError as exc:\n    print('refused:', exc)\n")
     done = subprocess.run([sys.executable, "-c", code, str(checkpoint)], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.startswith("refused: ") and "weights do not match" in done.stdout and "wrong shape" in done.stdout
+    assert done.stdout.startswith("refused: ") and "weights do not match" in done.stdout
+    assert "the config needs at least 16," in done.stdout and "the weights hold 555,457" in done.stdout
+
+
+@pytest.mark.parametrize("change", [dict(num_layers=4000), dict(hidden_size=8192, intermediate_size=32768),
+                                    dict(num_experts=200, dft_length=512)])
+def test_an_oversized_config_is_refused_from_its_numbers_without_building_a_model(tmp_path, monkeypatch, change):
+    """A config of thousands of layers took minutes to build (even on the meta device) before its refusal."""
+    from models.soter import io
+
+    checkpoint = tmp_path / "ckpt"
+    shutil.copytree(SHIPPED, checkpoint)
+    (checkpoint / "SHA256SUMS").unlink()
+    config = json.loads((checkpoint / "config.json").read_text())
+    (checkpoint / "config.json").write_text(json.dumps({**config, **change}))
+
+    def never(*_, **__):
+        raise AssertionError("the model was built before the config's size was checked")
+
+    monkeypatch.setattr(io, "SoterModel", never)
+    with pytest.raises(io.CheckpointError, match=r"the config needs at least [\d,]+ parameters, the weights hold "):
+        io.from_pretrained(checkpoint)
+
+
+def test_the_minimum_parameters_of_a_config_never_exceed_the_built_models():
+    """The size check may refuse only configs the weights cannot fill: its count is a lower bound."""
+    import dataclasses
+
+    import torch
+
+    from models.soter.config import preset
+    from models.soter.model import SoterModel
+
+    tiny = preset("soter-tiny")
+    configs = [preset(n) for n in ("soter-tiny", "soter-cpu-64", "soter-cpu-96")]
+    configs += [dataclasses.replace(tiny, **kw) for kw in (
+        dict(router="learned"), dict(control=False), dict(field_dt=True), dict(value_embedding=True),
+        dict(decoder_hidden=()), dict(output_skip="damped-trend", mean_reversion=True, short_trend_points=4))]
+    for cfg in configs:
+        with torch.device("meta"):
+            built = sum(v.numel() for v in SoterModel(cfg).state_dict().values())
+        assert 0.99 * built <= cfg.minimum_parameters() <= built, cfg
 
 
 # -- item 11: no home folder in shared records ---------------------------------------------------------------------

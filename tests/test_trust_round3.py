@@ -472,7 +472,7 @@ def test_the_paper_comparison_says_which_checkpoint_subjects_and_windows_ours_ar
     assert f"- soter: checkpoint {SHIPPED.name}, {size / 1e6:.2f}M parameters, weights sha256 f298a554a98546d1" in text
     assert ("- mitbih: 2 test subjects (100, 101), at most 2 windows per subject, 2 scored per subject and setting on "
             "average; seed 0; settings 48/24, 72/36, 96/48, 128/64") in text
-    assert "- last-value: no trained weights (a statistical baseline)" in text
+    assert "- last-value: no pre-trained weights (computed from each window's context)" in text
     # item 12: the caption as text, the main table's condition in words, no absolute path in the header
     assert "rescaled by 10²" in text and "$" not in text and "\\ref" not in text
     assert "mean over the 4 settings (context/horizon)" in text and "mean over 4 windows" not in text
@@ -482,6 +482,23 @@ def test_the_paper_comparison_says_which_checkpoint_subjects_and_windows_ours_ar
     header = page[page.index("<h1>Report</h1>"):page.index("<nav>")]
     assert "Records: run/records.csv" in header and "Paper tables: " in header
     assert str(tmp_path) not in header and str(REPO) not in header
+
+
+def test_a_comparison_describes_a_foundation_model_without_a_checkpoint_from_its_registration():
+    """Fracast's weights ship in its wheel (no checkpoint folder, digest or hub id in its rows): it is a
+    pre-trained foundation model, not "no trained weights (a statistical baseline)"."""
+    import json
+
+    from harness.reporting.ours import weights_of
+    from models.pretraining import model_entry
+
+    info = {"fracast": "0.1.0", "identity": {"code": "725ecbe9a8c0", "model_id": "", "options": {}},
+            "name": "fracast", "variant": "w8", "weights": "bundled in the wheel"}
+    text = weights_of(pd.DataFrame({"model": ["fracast"], "model_info": [json.dumps(info)]}))
+    assert text.startswith("pre-trained weights bundled in the wheel (foundation model, licence Apache-2.0")
+    assert model_entry("fracast").data in text and "no trained weights" not in text
+    ridge = weights_of(pd.DataFrame({"model": ["ridge"], "model_info": ["{}"]}))
+    assert ridge.startswith("no pre-trained weights (trained in each cell on that fold's training subjects")
 
 
 # -- item 11: the smaller ones ---------------------------------------------------------------------------------

@@ -171,6 +171,7 @@ def _draw_panel(ax, panel: Panel, styles: dict[str, dict]) -> None:
         ax.errorbar(curve.x, curve.mean, yerr=curve.std, label=curve.model, **styles[curve.model])
     if panel.log_x:
         ax.set_xscale("log")
+        plain_log_labels(ax.xaxis)
     if panel.tick_format:
         xs = sorted({x for c in panel.curves for x in c.x})
         ax.set_xticks(xs, [panel.tick_format.format(x) for x in xs])
@@ -178,14 +179,27 @@ def _draw_panel(ax, panel: Panel, styles: dict[str, dict]) -> None:
     means = np.array([m for c in panel.curves for m in c.mean])
     positive = means[means > 0]
     if positive.size and positive.max() / positive.min() > 20:  # one model's errors dwarf the others'
-        from matplotlib.ticker import FuncFormatter
-
         ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # 10 and 100, not 10^1 and 10^2
+        plain_log_labels(ax.yaxis)
     ax.set_title(panel.title)
     ax.set_xlabel(panel.xlabel)
     ax.set_ylabel(panel.ylabel)
     ax.grid(alpha=0.3)
+
+
+def plain_log_labels(axis) -> None:
+    """A log axis's labels as plain numbers (10 and 100, 2 and 0.3), major and minor: matplotlib writes them as
+    mathtext (``$\\mathdefault{2\\times10^{0}}$``), which :func:`pyplot` turns off, so they would print raw
+    (minor ticks are labelled when the axis spans little more than a decade, as it does when one model's errors
+    are infinite)."""
+    from matplotlib.ticker import FuncFormatter, LogFormatter
+
+    class PlainLogFormatter(LogFormatter):
+        def _num_to_string(self, x, vmin, vmax):  # noqa: ARG002 - matplotlib's signature
+            return f"{x:g}"
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False))
 
 
 def draw(grid: list[list[Panel]]):

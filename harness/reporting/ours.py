@@ -52,7 +52,7 @@ def weights_of(rows: pd.DataFrame) -> str:
                      | {str(i["checkpoint_sha256"]) for i in infos if i.get("checkpoint_sha256")})
     hub = sorted(given - set(digests))  # a hub id (ORG/REPO) the model's library resolves
     if not checkpoints and not digests:
-        return f"weights {', '.join(hub)}" if hub else "no trained weights (a statistical baseline)"
+        return f"weights {', '.join(hub)}" if hub else registered_weights(name, infos)
     folder = next((f for i in infos if (f := checkpoint_folder(name, i)) is not None), None)
     size = parameter_count(folder) if folder is not None else None
     parts = [f"checkpoint {', '.join(checkpoints) or 'given with --weights'}"]
@@ -61,6 +61,27 @@ def weights_of(rows: pd.DataFrame) -> str:
     if digests:
         parts.append(f"weights sha256 {', '.join(d[:16] for d in digests)}")
     return ", ".join(parts)
+
+
+def registered_weights(model: str, infos: list[dict]) -> str:
+    """The weights of a row that names no checkpoint, digest or hub id, in words read from the model's
+    registration and its pre-training entry (``models.pretraining``): a foundation model whose weights
+    ship in its package is pre-trained, not a statistical baseline."""
+    from models.pretraining import model_entry
+    from models.registry import UnknownModelError, get_spec
+
+    try:
+        spec = get_spec(model)
+    except UnknownModelError:
+        return "weights not recorded (not a model registered here)"
+    entry = model_entry(model)
+    if entry is None:
+        return f"{spec.family} model, weights not recorded (no pre-training entry)"
+    if not entry.pretrained:
+        return f"no pre-trained weights ({entry.data.removeprefix('none: ')})"
+    shipped = sorted({str(i["weights"]) for i in infos if isinstance(i.get("weights"), str) and i["weights"]})
+    return (f"pre-trained weights {', '.join(shipped) or 'as registered'} ({spec.family} model, licence "
+            f"{spec.licence}); pre-trained on {entry.data}")
 
 
 def checkpoint_folder(model: str, info: dict) -> Path | None:

@@ -185,7 +185,7 @@ def _shared_cells(rows_of: dict[str, tuple[object, pd.DataFrame]], names: dict[s
 
 
 def plot_accuracy_vs_cost(points: pd.DataFrame, path: Path) -> list[Path]:
-    from harness.reporting.figures import pyplot, save_png_pdf
+    from harness.reporting.figures import plain_log_labels, pyplot, save_png_pdf
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -194,6 +194,7 @@ def plot_accuracy_vs_cost(points: pd.DataFrame, path: Path) -> list[Path]:
         ax.annotate(p.model, (p.seconds_per_sample, p.rmse_x100), textcoords="offset points", xytext=(4, 4),
                     fontsize=8)
     ax.set_xscale("log")
+    plain_log_labels(ax.xaxis)
     ax.set_xlabel("seconds per sample (batch 1, this machine)")
     ax.set_ylabel(f"RMSE (x100, normalised), mean over the {int(points['cells'].max())} forecasting\n"
                   "cells every plotted model finished")

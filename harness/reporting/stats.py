@@ -378,8 +378,10 @@ def plot_cd_diagram(summary: RankSummary, path_stem: Path, alpha: float = 0.05, 
     """Critical-difference diagram (scikit_posthocs) saved as ``path_stem`` .png and .pdf.
 
     Models joined by a bar are not significantly different (Nemenyi, ``alpha``); the title gives
-    the number of complete cells and the CD at ``alpha``.  Works from 2 models; raises
-    ValueError when the summary has no Nemenyi matrix (fewer than 2 models or complete cells).
+    the number of complete cells and the CD at ``alpha``.  Raises ValueError when the summary has no Nemenyi
+    matrix (fewer than 2 models or complete cells) or no Friedman p-value (fewer than 3 models, or every model
+    tied in every cell): the Nemenyi post-hoc reads only after Friedman's test, and a diagram captioned
+    "Friedman p = nan" tells nothing.
     """
     k, n_used = len(summary.avg_rank), summary.n_cells_used
     if k < 2 or n_used < 2 or summary.nemenyi_p.isna().to_numpy().any():
@@ -387,6 +389,10 @@ def plot_cd_diagram(summary: RankSummary, path_stem: Path, alpha: float = 0.05, 
             f"a critical-difference diagram needs >= 2 models and >= 2 complete {blocks} with a Nemenyi "
             f"matrix; this summary has {k} models and {n_used} complete {blocks}"
         )
+    if not np.isfinite(summary.friedman_p):
+        why = "; ".join(n for n in summary.note.split("; ") if "Friedman" in n) or "no Friedman p-value"
+        raise ValueError(f"a critical-difference diagram needs a Friedman p-value, and there is none: "
+                         f"{why.replace('cells', blocks)}")
     import scikit_posthocs as sp
 
     from harness.reporting.figures import pyplot, reproducible_metadata

@@ -117,12 +117,14 @@ class Irregular(ForecastingVariant):
                                                 cell.seed, takes_true_times(cell.model, model))
             facts = {"input": out.input_path, "missing_rate": IMPUTE_RATE, "queries": out.n_queries,
                      "kept": round(out.kept, 6)}
-            return self.error_row(cell, out, {"details": details(**facts)})
+            return self.error_row(cell, out, {"details": details(**facts)},
+                                  nothing_left(pattern, cell, out.n_windows, "segment", "query with its true value"))
         out = evaluate_irregular(model, dataset, fold, cell.point, cell.spec, pattern,
                                  cell.level, cell.seed, takes_true_times(cell.model, model))
         facts = {"input": out.input_path, "observed_context": round(out.observed_context, 6),
                  "scored_target": round(out.scored_target, 6)}
-        return self.error_row(cell, out, {"details": details(**facts)})
+        return self.error_row(cell, out, {"details": details(**facts)},
+                              nothing_left(pattern, cell, out.n_windows, "window", "target sample"))
 
     def tables(self, frame, models=None, datasets=None):
         """The severity tables of each pattern, each with a note naming every row's input path (imputation's:
@@ -138,6 +140,15 @@ class Irregular(ForecastingVariant):
                     self.title, f"Causal imputation (missing rate {IMPUTE_RATE:.0%}) under irregular sampling", 1))
             out.append((stem, dataclasses.replace(t, notes=t.notes + (note,)) if note else t))
         return out
+
+
+def nothing_left(pattern: str, cell, drawn: int, unit: str, what: str) -> str | None:
+    """Why a cell whose windows were drawn scored nothing: the pattern removed every entry there was to score (drop
+    or renewal near severity 1), not short recordings or missing values (the generic reason, when none were drawn)."""
+    if not drawn:
+        return None
+    return (f"{pattern} at severity {cell.level:g} left no {what} observed in any of the {drawn} {unit}(s) of test "
+            f"subject {cell.fold}: nothing to score (a lower severity keeps some)")
 
 
 def input_note(rows, imputed: bool = False) -> str:

@@ -151,8 +151,13 @@ def from_authors(folder: str | Path):
         raise CheckpointError(f"{config_file}: not JSON ({exc})") from exc
     except ConfigError as exc:
         raise CheckpointError(f"{config_file}: {exc}") from exc
+    raw = load_authors_state(folder)
+    held, needed = sum(int(t.numel()) for t in raw.values()), cfg.minimum_parameters()
+    if needed > held:  # before the model is built: an oversized config costs no build
+        raise CheckpointError(f"{folder}: weights do not match {config_file}: the config needs at least "
+                              f"{needed:,} parameters, the weights hold {held:,}")
     model = SoterModel(cfg)
-    state = convert_state(load_authors_state(folder), cfg)
+    state = convert_state(raw, cfg)
     expected = model.state_dict()
     missing = sorted(set(expected) - set(state))
     wrong = sorted(k for k in set(expected) & set(state) if expected[k].shape != state[k].shape)

@@ -137,6 +137,18 @@ class SoterConfig:
     def expert_size(self) -> int:
         return self.intermediate_size // self.top_k
 
+    def minimum_parameters(self) -> int:
+        """The parameters this config's model has at least (every block's attention, norms, experts and shared
+        expert, the final norm, the decoder's field and readout), from the numbers alone: a checkpoint's config is
+        checked against its weights before any module is built, since building an oversized model (many layers or
+        experts) costs minutes even on the meta device. Optional heads and embeddings are left out: never above
+        the built model's count."""
+        h, width = self.hidden_size, 1 + self.hidden_size + int(self.control) + int(self.field_dt)
+        block = 4 * h * h + 3 * h + 2 * h + 3 * h * (self.num_experts * self.expert_size + self.intermediate_size)
+        dims = [width, *self.decoder_hidden, h]
+        field = sum(a * b + b for a, b in zip(dims[:-1], dims[1:]))
+        return self.num_layers * block + h + field + h + 1
+
     @property
     def num_bins(self) -> int:
         return self.dft_length // 2 + 1

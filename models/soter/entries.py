@@ -13,6 +13,7 @@ Cheap: reads TOML, imports no torch. The adapter never imports this module (docs
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ _FIELDS = {"name", "summary", "parent", "faithful", "default_tasks", "note", "no
 _LIMITATION_FIELDS = {"note", "tasks", "protocol", "lifted_by"}  # models.registry.Limitation
 # adapter options an entry may set (models.soter.adapter.load_soter); the rest are the user's or the registry's
 _ENTRY_OPTIONS = {"rollout", "control_beyond", "per_channel", "batch_size", "output_bound"}
+# a name is a registry key, part of `--model-option NAME.key=value`, of `ENTRIES.NAME.check` and of file names
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
 class EntryError(ValueError):
@@ -112,8 +115,10 @@ def _tasks(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def read_entry(folder: Path) -> ShippedEntry:
-    """The entry of a checkpoint folder, from its ``entry.toml``; a schema error raises :class:`EntryError`."""
+def read_entry(folder: Path, shipped: bool = True) -> ShippedEntry:
+    """The entry of a checkpoint folder, from its ``entry.toml``; a schema error raises :class:`EntryError`.
+    Only a shipped folder (``shipped``) may be the paper's recipe or join the default runs: an external folder
+    cannot put its weights in every default run under the faithful label."""
     path = Path(folder) / ENTRY_FILE
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -125,12 +130,20 @@ def read_entry(folder: Path) -> ShippedEntry:
     for key in ("name", "summary"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise EntryError(f"{path}: {key} must be a non-empty string")
+    if not _NAME.fullmatch(raw["name"]):
+        raise EntryError(f"{path}: name {raw['name']!r} may hold only letters, digits, '-' and '_' (a '.' or a path "
+                         "separator breaks --model-option NAME.key=value, the registry's references and file names)")
     options = raw.get("options", {})
     if not isinstance(options, dict) or set(options) - _ENTRY_OPTIONS:
         raise EntryError(f"{path}: options must be a table of {sorted(_ENTRY_OPTIONS)}")
     revision = raw.get("revision", 1)
     if not isinstance(revision, int) or isinstance(revision, bool) or revision < 1:
         raise EntryError(f"{path}: revision must be a whole number >= 1")
+    claimed = [k for k in ("faithful", "default_tasks") if raw.get(k)]
+    if claimed and not shipped:
+        raise EntryError(f"{path}: {' and '.join(claimed)} may be set only by the checkpoints shipped in "
+                         f"{_shown(CHECKPOINTS)}, not by a folder under ${EXTRA_ROOTS_ENV} (remove them, then run it "
+                         f"with --models {raw['name']})")
     return ShippedEntry(
         name=raw["name"], folder=Path(folder), summary=raw["summary"], parent=str(raw.get("parent", "")),
         faithful=bool(raw.get("faithful", False)),
@@ -165,17 +178,35 @@ def roots() -> list[Path]:
 
 
 def discover(where: list[Path] | None = None) -> dict[str, ShippedEntry]:
-    """Every folder with an ``entry.toml`` directly under the roots, by entry name (the faithful one first)."""
+    """Every folder with an ``entry.toml`` directly under the roots, by entry name (the faithful one first);
+    an external folder whose entry is refused is left out (:func:`refused` says why)."""
+    return _scan(where)[0]
+
+
+def refused(where: list[Path] | None = None) -> list[str]:
+    """One line per external checkpoint folder left out of the registry: its entry file and the problem."""
+    return _scan(where)[1]
+
+
+def _scan(where: list[Path] | None) -> tuple[dict[str, ShippedEntry], list[str]]:
     found: dict[str, ShippedEntry] = {}
+    problems: list[str] = []
     for root in roots() if where is None else where:
         if not root.is_dir():
             continue
+        shipped = root.resolve() == CHECKPOINTS
         for folder in sorted(p for p in root.iterdir() if (p / ENTRY_FILE).is_file()):
-            entry = read_entry(folder)
+            try:
+                entry = read_entry(folder, shipped)
+            except EntryError as exc:
+                if shipped:
+                    raise
+                problems.append(str(exc))
+                continue
             if entry.name in found:
                 raise EntryError(f"{folder / ENTRY_FILE}: entry {entry.name!r} is also {found[entry.name].folder}")
             found[entry.name] = entry
-    return dict(sorted(found.items(), key=lambda item: (not item[1].faithful, item[0])))
+    return dict(sorted(found.items(), key=lambda item: (not item[1].faithful, item[0]))), problems
 
 
 class _Entries:

@@ -10,6 +10,7 @@ is verified on every load.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import torch
@@ -154,11 +155,17 @@ def from_pretrained(path: str | Path, map_location: str = "cpu") -> SoterModel:
         cfg = SoterConfig.load(path / "config.json")
     except ConfigError as exc:
         raise CheckpointError(str(exc)) from exc
-    # the config against the weights' headers before anything is allocated: a model built on the meta
-    # device has every shape and no memory, so an oversized config.json is refused, not built
+    # the config against the weights' headers before anything is allocated: first its size from the numbers alone
+    # (building an oversized model takes minutes even without memory), then every shape of a model built on the
+    # meta device (every shape, no memory)
+    stored = stored_shapes(path)
+    held, needed = sum(math.prod(shape) for shape in stored.values()), cfg.minimum_parameters()
+    if needed > held:
+        raise CheckpointError(f"{path}: weights do not match {path / 'config.json'}: the config needs at least "
+                              f"{needed:,} parameters, the weights hold {held:,}")
     with torch.device("meta"):
         shapes = {k: tuple(v.shape) for k, v in SoterModel(cfg).state_dict().items()}
-    _check_shapes(path, shapes, stored_shapes(path))
+    _check_shapes(path, shapes, stored)
     model = SoterModel(cfg)
     state = load_state(path)
     _check_shapes(path, {k: tuple(v.shape) for k, v in model.state_dict().items()},

@@ -79,7 +79,10 @@ def test_bad_checkpoints_are_named(tmp_path):
         from_authors(tmp_path / "a")
     _checkpoint(tmp_path / "b", RELEASE)
     (tmp_path / "b" / "config.json").write_text(json.dumps({**RELEASE, "num_experts": 6}))
-    with pytest.raises(CheckpointError, match="missing \\['model.layers.0.ffn_layer.general_experts.4"):
+    with pytest.raises(CheckpointError, match="the config needs at least [\\d,]+ parameters, the weights hold"):
+        from_authors(tmp_path / "b")  # two experts more than the weights hold: refused before the model is built
+    (tmp_path / "b" / "config.json").write_text(json.dumps({**RELEASE, "ode_func_hidden_dims": [16, 8]}))
+    with pytest.raises(CheckpointError, match="wrong shape"):  # as many parameters or fewer: the shapes tell
         from_authors(tmp_path / "b")
     with pytest.raises(CheckpointError, match="config.json: missing"):
         from_authors(tmp_path / "nowhere")
@@ -93,6 +96,24 @@ def test_bad_checkpoints_are_named(tmp_path):
     torch.save({"x": Evil()}, tmp_path / "c" / "pytorch_model.bin")
     with pytest.raises(CheckpointError, match="unreadable weights"):  # weights_only refuses the object
         from_authors(tmp_path / "c")
+
+
+def test_an_oversized_authors_config_is_refused_before_the_model_is_built(tmp_path, monkeypatch):
+    from models.soter import authors
+
+    _checkpoint(tmp_path / "big", RELEASE)
+    (tmp_path / "big" / "config.json").write_text(json.dumps({**RELEASE, "hidden_size": 8192,
+                                                               "intermediate_size": 32768}))
+
+    def never(*_, **__):
+        raise AssertionError("the model was built before the config's size was checked")
+
+    monkeypatch.setattr(authors, "SoterModel", never, raising=False)
+    import models.soter.model
+
+    monkeypatch.setattr(models.soter.model, "SoterModel", never)
+    with pytest.raises(CheckpointError, match="the config needs at least"):
+        from_authors(tmp_path / "big")
 
 
 def test_our_readout_bias_must_be_zero_to_export():

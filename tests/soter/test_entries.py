@@ -57,6 +57,37 @@ def test_a_checkpoint_folder_is_an_entry_without_code(tmp_path):
                                               capture_output=True, text=True, check=True).stdout
 
 
+@pytest.mark.parametrize("text, problem", [
+    ('name = "my.soter"\nsummary = "x"\n', "name 'my.soter' may hold only letters, digits"),
+    ('name = "mine/soter"\nsummary = "x"\n', "name 'mine/soter' may hold only letters, digits"),
+    ('name = "mine"\nsummary = "x"\nfaithful = true\n', "faithful may be set only by the checkpoints shipped"),
+    ('name = "mine"\nsummary = "x"\ndefault_tasks = ["forecasting"]\n', "default_tasks may be set only by"),
+])
+def test_an_external_entry_with_a_bad_name_or_claiming_the_papers_recipe_is_skipped_with_one_line(tmp_path, text,
+                                                                                                problem):
+    """`list models` once ended in a traceback on a dot in a name, and an external folder could call itself the
+    paper's recipe and join every default run."""
+    folder = _checkpoint_copy(tmp_path, "unused")
+    (folder / ENTRY_FILE).write_text(text)
+    roots = [CHECKPOINTS, folder.parent]
+    assert set(discover(roots)) == set(discover([CHECKPOINTS]))
+    from models.soter.entries import refused
+
+    [line] = refused(roots)
+    assert line.startswith(f"{folder / ENTRY_FILE}: ") and problem in line
+    env = {**os.environ, EXTRA_ROOTS_ENV: str(folder.parent)}
+    done = subprocess.run([sys.executable, "-m", "harness", "list", "models"], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert f"skipped (not registered): {line}" in done.stdout
+
+
+def test_a_shipped_entry_name_is_checked_too(tmp_path):
+    (tmp_path / ENTRY_FILE).write_text('name = "soter.v2"\nsummary = "x"\n')
+    with pytest.raises(EntryError, match="may hold only letters"):
+        read_entry(tmp_path)
+
+
 def test_two_folders_claiming_one_name_are_one_clear_error(tmp_path):
     _checkpoint_copy(tmp_path, "soter")
     with pytest.raises(EntryError, match="entry 'soter' is also"):
