@@ -34,7 +34,8 @@ def run_merge(args: argparse.Namespace, publish: Callable[[object, str, Path], N
     frame = read_records(Path(args.out) / "records.csv")
     for task in sorted(set(frame["task"])):
         publish(frame, task, Path(args.out))
-    print(f"merged {len(args.shards)} folder(s) into {args.out}: {report.written} rows written, "
+    replaced = f" ({report.replaced} of them replacing a lost worker's error row)" if report.replaced else ""
+    print(f"merged {len(args.shards)} folder(s) into {args.out}: {report.written} rows written{replaced}, "
           f"{report.already} already there")
     for line in report.partial:
         print(line, file=sys.stderr)

@@ -223,3 +223,55 @@ def test_submitit_parameters_that_are_no_json_are_one_line(folder, tmp_path, cap
     monkeypatch.setenv("SOTER_BENCH_SUBMITIT", "{partition")
     assert main(_args(folder, tmp_path / "o", "--executor", "submitit", models=("last-value",))) == 2
     assert "SOTER_BENCH_SUBMITIT is no JSON object" in capsys.readouterr().err
+
+
+def _lose(shard: Path, index: int = 0) -> str:
+    """Turn the shard's ``index``-th row into the error row of a lost worker (what a killed worker leaves)."""
+    from harness.records.store import RecordStore
+    from harness.run.runner import lost_cell_row
+
+    text = (shard / "records.csv").read_text().splitlines(keepends=True)
+    row = dict(zip(COLUMNS, next(csv.reader([text[1 + index]]))))
+    keep = ("key", "task", "dataset", "fold", "setting", "condition", "model", "seed", "protocol", "model_info",
+            "code_version", "finished_at")
+    lost = {**{c: row[c] for c in keep}, **lost_cell_row(None, MemoryError("killed"))}
+    (shard / "records.csv").write_text(text[0])
+    store = RecordStore(shard / "records.csv")
+    for i, line in enumerate(text[1:]):
+        store.write(lost if i == index else dict(zip(COLUMNS, next(csv.reader([line])))))
+    return row["key"]
+
+
+def test_a_lost_workers_row_is_partial_and_the_rerun_shard_merges_into_the_serial_run(folder, tmp_path, capsys):
+    """A shard whose worker was lost has an error row: its merge is partial; rerun that shard (it retries the
+    error row) and merge again: the serial run's records, the error row superseded."""
+    models = ("last-value", "drift")
+    assert main(_args(folder, tmp_path / "serial", models=models)) == 0
+    shards = [tmp_path / f"s{k}" for k in range(2)]
+    for k, out in enumerate(shards):
+        assert main(_args(folder, out, "--shard", f"{k}/2", models=models)) == 0
+    _lose(shards[1])
+    capsys.readouterr()
+    merged = tmp_path / "merged"
+    assert main(["merge", str(merged), *map(str, shards)]) == EXIT_PARTIAL
+    err = capsys.readouterr().err
+    assert "partial: forecasting: 1 of 12 planned cells have the error row of a lost worker" in err
+    assert main(["table", "forecasting", "--out", str(merged)]) == EXIT_PARTIAL
+    assert main(_args(folder, shards[1], "--shard", "1/2", models=models)) == 0  # the documented recovery
+    capsys.readouterr()
+    assert main(["merge", str(merged), *map(str, shards)]) == 0
+    assert "partial" not in capsys.readouterr().err
+    assert _lines(merged) == _lines(tmp_path / "serial")  # one row per key: the error row is gone
+    assert main(["merge", str(merged), *map(str, shards)]) == 0  # again: nothing changes
+    assert _lines(merged) == _lines(tmp_path / "serial")
+
+
+def test_two_finished_rows_that_differ_are_still_refused_and_an_error_row_never_beats_ok(folder, tmp_path, capsys):
+    models = ("last-value",)
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(_args(folder, a, "--shard", "0/1", models=models)) == 0
+    subprocess.run(["cp", "-r", str(a), str(b)], check=True)
+    _lose(b)
+    capsys.readouterr()
+    assert main(["merge", str(tmp_path / "m"), str(b), str(a)]) == 0  # a's ok row wins, in either order
+    assert _lines(tmp_path / "m") == _lines(a)

@@ -16,6 +16,8 @@ from typing import Callable, Iterable, Iterator, Protocol, TypeVar
 
 from harness.run.inflight import top_up
 
+LOST_WORKER = "the worker running this cell was lost"  # how the row of a cell whose worker died begins
+
 C = TypeVar("C")
 R = TypeVar("R")
 

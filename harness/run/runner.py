@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from harness.records.cell_files import CELL_FILES, write_cell_files
 from harness.run.cells import WINDOW_ERRORS, Cell, run_cell, setting_name
-from harness.run.executor import EXECUTORS, make_executor
+from harness.run.executor import EXECUTORS, LOST_WORKER, make_executor
 from harness.run.progress import Progress
 from harness.records.store import KEY_FIELDS, RecordStore, RecordStoreError, row_key
 from harness.records.window_store import write_window_errors
@@ -421,7 +421,7 @@ def cell_resources(cell: Cell) -> dict[str, float]:
 def lost_cell_row(cell: Cell, error: BaseException) -> dict[str, object]:
     """The row of a cell whose worker died under it (killed, out of memory, its node lost)."""
     detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return {"status": "error", "error": f"the worker running this cell was lost ({type(error).__name__}): {detail}"[:2000],
+    return {"status": "error", "error": f"{LOST_WORKER} ({type(error).__name__}): {detail}"[:2000],
             "seconds": None}
 
 
