@@ -199,7 +199,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "plan":
             return shard_cli.run_plan(args, _config(args))
         if args.command == "merge":
-            _output_folder(args.out, "OUT")
+            _output_folder(args.out, "OUT", create=False)  # a refused merge leaves no folder behind
             return shard_cli.run_merge(args, lambda frame, task, out: _publish(frame, task, out, None, None))
         if args.command == "list":
             if args.overlap is not None:

@@ -104,7 +104,7 @@ def test_three_shards_at_once_merged_equal_a_serial_run(folder, tmp_path, capsys
     assert main(["merge", str(tmp_path / "conflict"), str(shards[0]), str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: conflicting rows for key") and "rmse" in err and len(err.splitlines()) == 1
-    assert not (tmp_path / "conflict" / "records.csv").exists()
+    assert not (tmp_path / "conflict").exists()  # nothing left behind, not even an empty folder
 
 
 def test_two_shard_sets_of_other_models_merge_into_the_serial_run(folder, tmp_path, capsys):
@@ -135,6 +135,10 @@ def test_merge_refuses_a_folder_that_is_no_shard(folder, tmp_path, capsys):
     capsys.readouterr()
     assert main(["merge", str(tmp_path / "m"), str(tmp_path / "plain")]) == 2
     assert "no plan manifest" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
+    (tmp_path / "f").write_text("")
+    assert main(["merge", str(tmp_path / "f"), str(tmp_path / "plain")]) == 2  # OUT names a file: one line
+    assert "is a file, not a folder" in capsys.readouterr().err
 
 
 def test_the_partition_balances_cost_not_count_and_is_deterministic():
