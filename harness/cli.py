@@ -197,6 +197,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "run":
             return _run(args)
         if args.command == "plan":
+            _output_folder(args.out, "--out", create=False)  # as `run` does: a file is no --out
             return shard_cli.run_plan(args, _config(args))
         if args.command == "merge":
             _output_folder(args.out, "OUT", create=False)  # a refused merge leaves no folder behind

@@ -130,6 +130,29 @@ def test_an_invalid_shard_is_one_line_and_exit_2(folder, tmp_path, capsys, shard
     assert not (tmp_path / "o" / "records.csv").exists()
 
 
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_more_shards_than_cells_is_one_line_and_exit_2(folder, tmp_path, capsys, command):
+    """N beyond the plan's cells (here 6) is refused before anything is written (an N of 10^12 once filled the
+    memory); N equal to the cells is a shard per cell."""
+    argv = _args(folder, tmp_path / "o", "--shard", "0/999999999999", models=("last-value",))
+    argv[0] = command
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "the plan has 6 cell(s), so N can be at most 6" in err
+    assert not (tmp_path / "o" / "records.csv").exists() and not list((tmp_path / "o").glob("plan-*.json"))
+    assert main(_args(folder, tmp_path / "o", "--shard", "5/6", models=("last-value",))) == 0
+
+
+def test_plan_refuses_an_out_that_names_a_file(folder, tmp_path, capsys):
+    (tmp_path / "f").write_text("")
+    for command in ("run", "plan"):
+        argv = _args(folder, tmp_path / "f", models=("last-value",))
+        argv[0] = command
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "is a file, not a folder" in err
+
+
 def test_merge_refuses_a_folder_that_is_no_shard(folder, tmp_path, capsys):
     assert main(_args(folder, tmp_path / "plain", models=("last-value",))) == 0
     capsys.readouterr()

@@ -528,8 +528,8 @@ def _shard(config: RunConfig, cells: list[tuple[Cell, dict[str, object]]], summa
     from harness.run.shards import shard_cells, write_manifest
 
     k, n = config.shard
+    mine = shard_cells(cells, k, n, loaded)  # an N beyond the plan's cells: refused before the manifest
     write_manifest(config.out, config.task, [str(f["key"]) for _, f in cells], n, shard=k)
-    mine = shard_cells(cells, k, n, loaded)
     log(f"[shard] {k}/{n}: {len(mine)} of the plan's {len(cells)} cells, balanced by their estimated cost")
     summary.planned = len(mine)
     return mine

@@ -37,6 +37,13 @@ def parse_shard(text: str) -> tuple[int, int]:
     return int(k), int(n)
 
 
+def check_shards(shards: int, cells: int) -> None:
+    """More shards than cells would leave shards with nothing to do (and the partition's table of N loads would
+    fill the memory for an N of 10^12): refused before anything is written."""
+    if shards > cells:
+        raise SpecError(f"--shard K/{shards}: the plan has {cells} cell(s), so N can be at most {cells}")
+
+
 def partition(costs: Sequence[tuple[str, float | None]], shards: int) -> dict[str, int]:
     """Key -> shard: longest processing time first (the costliest cell to the least loaded shard), ties broken by
     the key, so that every node computes the same partition. A cell of unknown cost counts as the median known
@@ -60,6 +67,7 @@ def shard_cells(cells: Sequence[tuple[object, dict]], shard: int, shards: int,
     cell's cost from the calibration (:mod:`harness.run.costs`; the same on every node)."""
     from harness.run.costs import cell_cost, cell_samples, random_weights, read_calibration
 
+    check_shards(shards, len(cells))
     rates = read_calibration()
     samples = cell_samples((cell for cell, _ in cells), loaded)
     costs = [(str(fields["key"]), cell_cost(cell.model, cell.setting, samples[cell], rates, random_weights(cell)).cpu)
