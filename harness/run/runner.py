@@ -13,6 +13,7 @@ from harness.records.cell_files import CELL_FILES, write_cell_files
 from harness.run.cells import WINDOW_ERRORS, Cell, run_cell, setting_name
 from harness.run.executor import EXECUTORS, LOST_WORKER, make_executor
 from harness.run.progress import Progress
+from harness.run.stopping import raise_if_stopped, stop_on_signals
 from harness.records.store import KEY_FIELDS, RecordStore, RecordStoreError, row_key
 from harness.records.window_store import write_window_errors
 from harness.records.configurations import recorded_code, with_identity
@@ -426,15 +427,19 @@ def lost_cell_row(cell: Cell, error: BaseException) -> dict[str, object]:
 
 
 def execute(config: RunConfig, log=print) -> RunSummary:
-    check_arguments(config)  # usage errors before the thread setup imports torch
-    single_thread_unless_set()  # a busy CPU: one thread per process (harness.run.threads); workers set their own
-    # a cluster is joined before planning: --device auto asks it, not this machine, for GPUs
-    executor = make_executor(config.jobs, config.executor, config.ray_address, cell_resources,
-                             Path(config.out) / "submitit")
-    try:
-        return _execute(config, executor, log)
-    finally:
-        executor.close()
+    """Run ``config``'s cells. SIGINT and SIGTERM stop it (KeyboardInterrupt, ``Terminated``) with every finished
+    row kept, even where a library swallowed the interrupt; the caller's handlers are back when it returns or
+    raises (harness.run.stopping)."""
+    with stop_on_signals():
+        check_arguments(config)  # usage errors before the thread setup imports torch
+        single_thread_unless_set()  # a busy CPU: one thread per process (harness.run.threads); workers set their own
+        # a cluster is joined before planning: --device auto asks it, not this machine, for GPUs
+        executor = make_executor(config.jobs, config.executor, config.ray_address, cell_resources,
+                                 Path(config.out) / "submitit")
+        try:
+            return _execute(config, executor, log)
+        finally:
+            executor.close()
 
 
 def _execute(config: RunConfig, executor, log) -> RunSummary:
@@ -545,7 +550,10 @@ def row_is_current(row: Mapping[str, str] | None, code: str | None) -> bool:
 
 def _write_result(store: RecordStore, row: dict[str, object]) -> None:
     """Append a cell's row; a row the store refuses (an ok row without a metric of its task, a metric that is
-    no number) is written as an ``error`` row saying why, so that one faulty cell never stops a sweep."""
+    no number) is written as an ``error`` row saying why, so that one faulty cell never stops a sweep. A cell that
+    finished after an interrupt its code swallowed (scikit-learn ends its training early) is no result: the
+    interrupt is raised again instead, and the row is never written."""
+    raise_if_stopped()
     try:
         store.write(row)
     except ValueError as exc:
@@ -557,7 +565,8 @@ def _write_result(store: RecordStore, row: dict[str, object]) -> None:
 def _keep_arrays(out: Path, key: str, windows, files) -> None:
     """Write a cell's per-window errors and its other arrays (``harness.records.cell_files``) before its row; a full
     disk or a read-only folder stops the run with one line (every finished row is kept, and the same command
-    resumes)."""
+    resumes). Nothing is written for a cell that finished after a swallowed interrupt (``_write_result``)."""
+    raise_if_stopped()
     try:
         write_window_errors(out, key, windows)
         write_cell_files(out, key, files)
