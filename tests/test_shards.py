@@ -302,3 +302,55 @@ def test_two_finished_rows_that_differ_are_still_refused_and_an_error_row_never_
     capsys.readouterr()
     assert main(["merge", str(tmp_path / "m"), str(b), str(a)]) == 0  # a's ok row wins, in either order
     assert _lines(tmp_path / "m") == _lines(a)
+
+
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid`` (zombies count as gone)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_submitit_job_controller_stops_with_its_killed_driver(tmp_path):
+    """`kill -9` of an `--executor submitit` driver: submitit's local job controller (meant to outlive the session)
+    ends its job and exits instead of running it, and starting others, for a driver that will never record them."""
+    pytest.importorskip("submitit")
+    from tests.waiting import wait_until
+
+    driver = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom pathlib import Path\n"
+         "from harness.run.executor_submitit import SubmititExecutor\n"
+         "next(SubmititExecutor(Path(sys.argv[1])).run(time.sleep, [3600]))", str(tmp_path / "submitit")],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.PIPE)
+    controllers: list[int] = []
+    jobs: list[int] = []
+
+    def job_running() -> bool:
+        controllers[:] = _children(driver.pid)
+        jobs[:] = [job for c in controllers for job in _children(c)]
+        return bool(jobs)
+
+    wait_until(job_running, driver, "the job ran under its controller")
+    driver.kill()
+    driver.communicate()
+    wait_until(lambda: not any(map(_alive, controllers + jobs)))  # a controller that goes on hangs the test here
+
+
+def test_the_controller_knows_its_driver_is_gone():
+    pytest.importorskip("submitit")
+    from harness.run.submitit_local import driver_gone
+
+    assert not driver_gone(os.getppid()) and driver_gone(os.getpid())
