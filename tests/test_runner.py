@@ -241,3 +241,27 @@ def test_ctrl_c_during_the_commands_imports_is_exit_130(folder, tmp_path):
         assert proc.returncode == 130, err.decode()
         assert b"Traceback" not in err and b"interrupted" in err
         assert not (out / "records.csv").exists()
+
+
+def test_two_runs_that_compute_one_cell_at_once_leave_one_row_of_it(folder, tmp_path, monkeypatch):
+    """Two runs into one --out: a cell both started before either finished it (here: the second run, whole, inside
+    the first one's first cell) is written once; the records hold one row per key."""
+    from harness.run import runner
+
+    original, nested = runner.run_cell, []
+
+    def first_cell_runs_another_run(cell):
+        if not nested:
+            nested.append(None)
+            nested[0] = execute(_config(folder, tmp_path / "o"))  # the other run, into the same folder
+        return original(cell)
+
+    monkeypatch.setattr(runner, "run_cell", first_cell_runs_another_run)
+    summary = execute(_config(folder, tmp_path / "o"))
+    assert nested[0].ran == 12 and summary.skipped_done == 11  # the other run did every cell meanwhile
+    keys = read_records(tmp_path / "o" / "records.csv")["key"]
+    lines = (tmp_path / "o" / "records.csv").read_text().splitlines()[1:]
+    assert len(lines) == len(keys) == keys.nunique() == 12
+    monkeypatch.setattr(runner, "run_cell", original)
+    assert execute(_config(folder, tmp_path / "o", rerun=True)).ran == 12  # a rerun still supersedes its rows
+    assert len((tmp_path / "o" / "records.csv").read_text().splitlines()) == 1 + 24

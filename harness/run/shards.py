@@ -20,12 +20,11 @@ from typing import Iterable, Mapping, Sequence
 
 from harness.records.cell_files import FOLDERS as CELL_FOLDERS
 from harness.records.dataset_sources import SOURCES_FILE
-from harness.records.store import COLUMNS, RecordStore
+from harness.records.store import COLUMNS, TIMING, RecordStore  # noqa: F401 (TIMING: re-exported)
 from harness.records.window_store import FOLDER as WINDOW_FOLDER
 from harness.run.executor import LOST_WORKER
 from protocols.specs import SpecError
 
-TIMING = ("seconds", "finished_at")  # what two runs of the same cell may differ in; every other column must agree
 MANIFEST = "plan-{task}-{digest}.json"  # one per plan: two shard sets (e.g. other --models) keep a manifest each
 
 
