@@ -46,6 +46,11 @@ def _lines(out: Path) -> tuple[str, list[str]]:
     return ",".join(header), sorted(rows)
 
 
+def _order(out: Path) -> list[str]:
+    """The keys of a records file in the file's order."""
+    return [row["key"] for row in csv.DictReader(io.StringIO((out / "records.csv").read_text()))]
+
+
 def _shards(folder: Path, tmp_path: Path, n: int = 3) -> list[Path]:
     """The n shards as n processes at once."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
@@ -68,6 +73,7 @@ def test_three_shards_at_once_merged_equal_a_serial_run(folder, tmp_path, capsys
     assert main(["merge", str(tmp_path / "merged"), *map(str, shards)]) == 0
     assert "partial" not in capsys.readouterr().err
     assert _lines(tmp_path / "merged") == _lines(tmp_path / "serial")  # same keys, same values, byte for byte
+    assert _order(tmp_path / "merged") == _order(tmp_path / "serial")  # in the same order
     for folder_name in ("window_errors",):
         serial = sorted(p.name for p in (tmp_path / "serial" / folder_name).iterdir())
         assert sorted(p.name for p in (tmp_path / "merged" / folder_name).iterdir()) == serial
@@ -90,6 +96,9 @@ def test_three_shards_at_once_merged_equal_a_serial_run(folder, tmp_path, capsys
     assert "1/3 not merged" in capsys.readouterr().err
     assert main(["table", "forecasting", "--out", str(shards[1])]) == EXIT_PARTIAL  # a shard alone
     assert "shard 1/3 alone" in capsys.readouterr().err
+    assert main(["merge", str(tmp_path / "part"), str(shards[1]), str(shards[2])]) == 0  # the rest, in any order
+    assert _order(tmp_path / "part") == _order(tmp_path / "serial")
+    assert _lines(tmp_path / "part") == _lines(tmp_path / "serial")
 
     # the same key with other values: refused with one line, nothing written
     bad = tmp_path / "bad"
@@ -289,6 +298,7 @@ def test_a_lost_workers_row_is_partial_and_the_rerun_shard_merges_into_the_seria
     assert main(["merge", str(merged), *map(str, shards)]) == 0
     assert "partial" not in capsys.readouterr().err
     assert _lines(merged) == _lines(tmp_path / "serial")  # one row per key: the error row is gone
+    assert _order(merged) == _order(tmp_path / "serial")
     assert main(["merge", str(merged), *map(str, shards)]) == 0  # again: nothing changes
     assert _lines(merged) == _lines(tmp_path / "serial")
 

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from harness.records.cell_files import CELL_FILES, write_cell_files
 from harness.run.cells import WINDOW_ERRORS, Cell, run_cell, setting_name
 from harness.run.executor import EXECUTORS, LOST_WORKER, make_executor
-from harness.run.progress import Progress
+from harness.run.progress import Progress, cost_probes_first
 from harness.run.stopping import raise_if_stopped, stop_on_signals
 from harness.records.store import KEY_FIELDS, RecordStore, RecordStoreError, row_key
 from harness.records.window_store import write_window_errors
@@ -578,18 +578,8 @@ def _keep_arrays(out: Path, key: str, windows, files) -> None:
 
 def _cost_probes_first(pending: list[tuple[Cell, dict[str, object]]],
                               measured: dict[str, list[float]]) -> list[tuple[Cell, dict[str, object]]]:
-    """Run two cells of every model whose cost is unknown first (the first one pays for loading the
-    model), so the time-left estimate knows every model's cost after a few cells. Records do not
-    depend on the order; each such model loads once more."""
-    first: dict[str, list[int]] = {}
-    for i, (cell, _) in enumerate(pending):
-        if cell.model not in measured and len(first.setdefault(cell.model, [])) < 2:
-            first[cell.model].append(i)
-    if len(first) < 2:
-        return pending
-    early = [i for idx in first.values() for i in idx]
-    taken = set(early)
-    return [pending[i] for i in early] + [p for i, p in enumerate(pending) if i not in taken]
+    """The run's order of its pending cells (:func:`harness.run.progress.cost_probes_first`)."""
+    return cost_probes_first(pending, lambda item: item[0].model, measured)
 
 
 def _now() -> str:

@@ -157,9 +157,10 @@ def _values(row: Mapping[str, str]) -> dict[str, str]:
 
 def merge(out: Path, shard_dirs: Sequence[Path]) -> MergeReport:
     """Merge the stores of a run's shards into ``out``: every key once (an ``ok`` row supersedes an ``error`` row of
-    its key, as a rerun of the shard does), in the plan's order, with its per-window and cell files. Refused, with
+    its key, as a rerun of the shard does), with its per-window and cell files. Refused, with
     nothing written, when two ``ok`` rows of one key differ beyond :data:`TIMING`, or when the folders hold shards
-    of different plans. When a row of OUT is superseded, OUT's records are rewritten with the current rows only."""
+    of different plans. OUT's records are rewritten (current rows only) in the order of a serial run's records
+    (:func:`serial_order`), whatever the order of the folders and of earlier merges into OUT."""
     out = Path(out)
     sources: list[tuple[Path, RecordStore, list[dict]]] = []
     for folder in shard_dirs:
@@ -188,7 +189,8 @@ def merge(out: Path, shard_dirs: Sequence[Path]) -> MergeReport:
     for folder, store, _ in sources:
         for key, row in store.rows().items():
             _agree(rows, key, row, folder)
-    order = [k for body in plans.values() for k in body["planned"] if k in rows]
+    current = {key: row for key, (row, _) in rows.items()}
+    order = [k for body in plans.values() for k in serial_order(body["planned"], current)]
     order += [k for k in held if k not in set(order)]
     order += sorted(set(rows) - set(order))
     order = list(dict.fromkeys(order))
@@ -204,18 +206,25 @@ def merge(out: Path, shard_dirs: Sequence[Path]) -> MergeReport:
         row, folder = rows[key]
         if folder != out:
             _copy_files(folder, out, key)
-    if report.replaced:
+    if report.written:  # every row again, so that the file's order is the serial run's after any merge
         _rewrite(out / "records.csv", [rows[k][0] for k in order])
-    else:
-        store = RecordStore(out / "records.csv")
-        for key in order:
-            if key not in held:
-                store.write(dict(rows[key][0]))
     _copy_sources([f for f, _, _ in sources], out)
     for plan, body in plans.items():
         write_manifest(out, body["task"], body["planned"], body["shards"], merged=merged[plan])
     report.partial = partial_lines(out, RecordStore(out / "records.csv", readonly=True).rows())
     return report
+
+
+def serial_order(planned: Sequence[str], rows: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """The planned keys that have a row, in the order a serial run (``--jobs 1``, into a new folder) writes them:
+    its ``unavailable`` rows first, while it plans, then its cells with two of each model first
+    (:func:`harness.run.progress.cost_probes_first`, nothing measured yet)."""
+    from harness.run.progress import cost_probes_first
+
+    present = [k for k in planned if k in rows]
+    unavailable = [k for k in present if rows[k]["status"] == "unavailable"]
+    cells = [k for k in present if rows[k]["status"] != "unavailable"]
+    return unavailable + cost_probes_first(cells, lambda key: rows[key]["model"], {})
 
 
 def _rewrite(path: Path, rows: Sequence[Mapping[str, str]]) -> None:
