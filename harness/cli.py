@@ -320,7 +320,7 @@ def _run(args: argparse.Namespace) -> int:
     _output_folder(config.out, "--out", create=False)
     _check_writable(Path(config.out), "--out")
     summary = execute(config, log=lambda m: print(m, file=sys.stderr))
-    frame = read_records(summary.records_path)
+    frame = shard_cli.with_plan(read_records(summary.records_path), Path(config.out))
     out = Path(config.out)
     _publish(frame, config.task, out, None, None)  # every current row, not this run's only
     if (out / "statistics").is_dir() and config.task in _stat_tasks():  # written before: kept current
@@ -418,7 +418,7 @@ def _repair(path: Path) -> int:
 def _table(args: argparse.Namespace) -> int:
     from harness.records.store import read_records
 
-    frame = read_records(Path(args.out) / RECORDS_FILE)
+    frame = shard_cli.with_plan(read_records(Path(args.out) / RECORDS_FILE), Path(args.out))
     out = Path(args.out)
     rows = frame[frame["task"] == args.task]
     if rows.empty:

@@ -534,7 +534,11 @@ def _shard(config: RunConfig, cells: list[tuple[Cell, dict[str, object]]], summa
 
     k, n = config.shard
     mine = shard_cells(cells, k, n, loaded)  # an N beyond the plan's cells: refused before the manifest
-    write_manifest(config.out, config.task, [str(f["key"]) for _, f in cells], n, shard=k)
+    folds: dict[str, list[str]] = {}
+    for _, fields in cells:
+        folds.setdefault(str(fields["dataset"]), []).append(str(fields["fold"]))
+    write_manifest(config.out, config.task, [str(f["key"]) for _, f in cells], n, shard=k,
+                   folds={dataset: list(dict.fromkeys(values)) for dataset, values in folds.items()})
     log(f"[shard] {k}/{n}: {len(mine)} of the plan's {len(cells)} cells, balanced by their estimated cost")
     summary.planned = len(mine)
     return mine

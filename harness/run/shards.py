@@ -84,12 +84,15 @@ def manifest_path(out: Path, task: str, planned: Sequence[str]) -> Path:
 
 
 def write_manifest(out: Path, task: str, planned: Sequence[str], shards: int, shard: int | None = None,
-                   merged: Iterable[int] = ()) -> None:
-    """The full plan's keys, and which shard(s) of how many this store holds (atomically replaced)."""
+                   merged: Iterable[int] = (), folds: Mapping[str, Sequence[str]] | None = None) -> None:
+    """The full plan's keys, and which shard(s) of how many this store holds (atomically replaced); ``folds``: each
+    dataset's folds in the plan, so that a table of a shard's rows names the folds no row of the shard has."""
     path = manifest_path(out, task, planned)
     path.parent.mkdir(parents=True, exist_ok=True)
     body = {"task": task, "shards": shards, "shard": shard, "merged": sorted(set(merged)),
             "cells": len(planned), "planned": list(planned)}
+    if folds:
+        body["folds"] = {dataset: list(values) for dataset, values in folds.items()}
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(body, indent=1) + "\n")
     tmp.replace(path)
@@ -109,6 +112,17 @@ def read_manifests(out: Path) -> list[dict]:
             raise SpecError(f"{path}: not a plan manifest (no task or shard count)")
         found.append(body)
     return found
+
+
+def planned_folds(out: Path, task: str | None = None) -> dict[str, list[str]]:
+    """Each dataset's folds in the plans of ``out``'s manifests (of ``task``; manifests written before they named
+    their folds add none)."""
+    folds: dict[str, list[str]] = {}
+    for body in read_manifests(out):
+        if task is None or body["task"] == task:
+            for dataset, values in (body.get("folds") or {}).items():
+                folds[dataset] = list(dict.fromkeys([*folds.get(dataset, []), *map(str, values)]))
+    return folds
 
 
 def partial_lines(out: Path, present: Mapping[str, Mapping[str, str]], task: str | None = None) -> list[str]:
@@ -210,7 +224,7 @@ def merge(out: Path, shard_dirs: Sequence[Path]) -> MergeReport:
         _rewrite(out / "records.csv", [rows[k][0] for k in order])
     _copy_sources([f for f, _, _ in sources], out)
     for plan, body in plans.items():
-        write_manifest(out, body["task"], body["planned"], body["shards"], merged=merged[plan])
+        write_manifest(out, body["task"], body["planned"], body["shards"], merged=merged[plan], folds=body.get("folds"))
     report.partial = partial_lines(out, RecordStore(out / "records.csv", readonly=True).rows())
     return report
 
