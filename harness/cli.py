@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import errno
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -13,6 +12,9 @@ from harness import shard_cli, stress_cli, versions_cli
 from harness.run.executor import EXECUTORS
 from harness.registry.tasks import all_options, all_tasks
 from harness.run.shards import parse_shard
+from harness.run.stopping import (  # noqa: F401 (the exit statuses: part of this module's interface)
+    EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, exit_status, raise_if_stopped, stop_on_signals,
+)
 from harness.run.runner import (
     DEFAULT_OUT, RECORDS_FILE, RunConfig, default_models, execute, parse_model_option,
 )
@@ -20,28 +22,6 @@ from protocols.adaptation import BUDGETS, DEFAULT_BUDGET, MODES
 from protocols.specs import Setting, SpecError
 
 EXIT_NOTHING_SCORED = 1  # the command worked but produced no result: a script must not take it for success
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 143
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (sent by `kill`, Slurm and Ray before they kill a job): stop as on Ctrl-C."""
-
-
-def _raise_terminated(signum, frame) -> None:
-    raise Terminated()
-
-
-def _install_stop_handlers() -> dict[int, object]:
-    """SIGINT and SIGTERM stop the run cleanly, whatever dispositions the caller passed down.
-
-    A background job of a non-interactive shell (`cmd &`, `nohup`) starts with SIGINT ignored;
-    without this, `kill -INT` on such a run would do nothing. Returns the previous handlers.
-    """
-    previous = {}
-    for signum, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _raise_terminated)):
-        previous[signum] = signal.signal(signum, handler)
-    return previous
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -172,25 +152,24 @@ def _add_task_options(run: argparse._ArgumentGroup) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        parser = _parser()  # loads the plugins: the tasks they register are commands' choices
-    except (ValueError, KeyError, RuntimeError, ImportError) as exc:  # a plugin that fails: one line
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    args = parser.parse_args(argv)
-    previous = _install_stop_handlers()
-    try:
-        return _dispatch(args)
-    except Terminated:
-        print("\nterminated: every finished row is kept; rerun the same command to resume", file=sys.stderr)
-        return EXIT_TERMINATED
-    except KeyboardInterrupt:
-        print("\ninterrupted: every finished row is kept; rerun the same command to resume",
-              file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    """The command's exit status; SIGINT or SIGTERM at any moment (an import, a cell, the tables) is 130 or 143,
+    with every finished row kept, even where the code it landed in swallowed the interrupt (harness.run.stopping)."""
+    with stop_on_signals():
+        try:
+            raise_if_stopped()  # one received during `python -m harness`'s imports
+            try:
+                parser = _parser()  # loads the plugins: the tasks they register are commands' choices
+            except (ValueError, KeyError, RuntimeError, ImportError) as exc:  # a plugin that fails: one line
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+            args = parser.parse_args(argv)
+            status = _dispatch(args)
+            raise_if_stopped()
+            return status
+        except KeyboardInterrupt as exc:
+            what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+            print(f"\n{what}: every finished row is kept; rerun the same command to resume", file=sys.stderr)
+            return exit_status(exc)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -198,13 +177,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "run":
             return _run(args)
         if args.command == "plan":
+            _output_folder(args.out, "--out", create=False)  # as `run` does: a file is no --out
             return shard_cli.run_plan(args, _config(args))
         if args.command == "stale":
             return versions_cli.run_stale(args)
         if args.command == "restamp":
             return versions_cli.run_restamp(args, _config(args))
         if args.command == "merge":
-            _output_folder(args.out, "OUT")
+            _output_folder(args.out, "OUT", create=False)  # a refused merge leaves no folder behind
             return shard_cli.run_merge(args, lambda frame, task, out: _publish(frame, task, out, None, None))
         if args.command == "list":
             if args.overlap is not None:
@@ -345,7 +325,7 @@ def _run(args: argparse.Namespace) -> int:
     _output_folder(config.out, "--out", create=False)
     _check_writable(Path(config.out), "--out")
     summary = execute(config, log=lambda m: print(m, file=sys.stderr))
-    frame = read_records(summary.records_path)
+    frame = shard_cli.with_plan(read_records(summary.records_path), Path(config.out))
     out = Path(config.out)
     _publish(frame, config.task, out, None, None)  # every current row, not this run's only
     if (out / "statistics").is_dir() and config.task in _stat_tasks():  # written before: kept current
@@ -447,7 +427,7 @@ def _repair(path: Path) -> int:
 def _table(args: argparse.Namespace) -> int:
     from harness.records.store import read_records
 
-    frame = read_records(Path(args.out) / RECORDS_FILE)
+    frame = shard_cli.with_plan(read_records(Path(args.out) / RECORDS_FILE), Path(args.out))
     out = Path(args.out)
     rows = frame[frame["task"] == args.task]
     if rows.empty:

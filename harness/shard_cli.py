@@ -31,14 +31,27 @@ def run_merge(args: argparse.Namespace, publish: Callable[[object, str, Path], N
     from harness.run.shards import merge
 
     report = merge(args.out, args.shards)
-    frame = read_records(Path(args.out) / "records.csv")
+    frame = with_plan(read_records(Path(args.out) / "records.csv"), Path(args.out))
     for task in sorted(set(frame["task"])):
         publish(frame, task, Path(args.out))
-    print(f"merged {len(args.shards)} folder(s) into {args.out}: {report.written} rows written, "
+    replaced = f" ({report.replaced} of them replacing a lost worker's error row)" if report.replaced else ""
+    print(f"merged {len(args.shards)} folder(s) into {args.out}: {report.written} rows written{replaced}, "
           f"{report.already} already there")
     for line in report.partial:
         print(line, file=sys.stderr)
     return EXIT_PARTIAL if report.partial else 0
+
+
+def with_plan(frame, out: Path):
+    """``frame`` knowing the folds its run planned where ``out`` holds a shard's plan (a shard lacks rows of whole
+    folds): its tables then name every fold without a row (harness.reporting.tables.PLANNED_FOLDS)."""
+    from harness.reporting.tables import PLANNED_FOLDS
+    from harness.run.shards import planned_folds
+
+    folds = planned_folds(out)
+    if folds:
+        frame.attrs[PLANNED_FOLDS] = folds
+    return frame
 
 
 def partial_table(out: Path, task: str) -> int:

@@ -214,3 +214,45 @@ def test_a_run_tables_a_row_per_model_and_head_per_budget_with_the_models_overla
     assert table.models == ("stat-features [head=linear]", "stat-features [head=mlp]", "stat-features [head=finetune]")
     # the row's model is read back for its pre-training overlap (stat-features: none), not left unknown
     assert {e.overlap for (m, _), e in table.entries.items() if e.status == "ok"} == {"no"}
+
+
+def test_a_sigterm_in_the_mlp_heads_training_stops_the_run_without_its_row(folder, tmp_path, monkeypatch, capsys):
+    """scikit-learn's MLPClassifier catches the KeyboardInterrupt of a signal and returns a head trained on fewer
+    epochs: the run must stop anyway (143), without that cell's row, and resume to an uninterrupted run's records."""
+    import os
+    import signal
+
+    from sklearn.neural_network import MLPClassifier
+
+    from harness.cli import main
+    from harness.records.store import read_records
+
+    original, epochs = MLPClassifier._update_no_improvement_count, []
+
+    def epoch(self, *args, **kwargs):
+        epochs.append(1)
+        if len(epochs) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)  # inside scikit-learn's `except KeyboardInterrupt`
+        return original(self, *args, **kwargs)
+
+    def argv(out):
+        return ["run", "classification-heads", "--dataset", str(folder), "--models", "stat-features", "--heads",
+                "linear", "mlp", "--budgets", "100", "--seeds", "0", "--segment-length", "32", "--out", str(out),
+                "--no-progress"]
+
+    monkeypatch.setattr(MLPClassifier, "_update_no_improvement_count", epoch)
+    handler = signal.getsignal(signal.SIGTERM)
+    assert main(argv(tmp_path / "o")) == 143
+    assert "terminated: every finished row is kept" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is handler
+    frame = read_records(tmp_path / "o" / "records.csv")
+    assert not frame["condition"].str.startswith("mlp").any()  # the half-trained head left no row
+    monkeypatch.setattr(MLPClassifier, "_update_no_improvement_count", original)
+    assert main(argv(tmp_path / "o")) == 0  # resumes
+    assert main(argv(tmp_path / "clean")) == 0
+    columns = ["key", "status", "macro_f1", "macro_auroc", "n_windows"]
+    resumed, clean = (read_records(tmp_path / d / "records.csv")[columns].sort_values("key").reset_index(drop=True)
+                      for d in ("o", "clean"))
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(resumed, clean)

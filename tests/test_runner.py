@@ -18,7 +18,7 @@ from harness.records.store import read_records
 from protocols.datasets.folder import write_folder_dataset
 from protocols.specs import Setting
 from tests.conftest import make_dataset
-from tests.waiting import wait_for_lines
+from tests.waiting import wait_for_lines, wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 METRIC_COLS = ["key", "status", "rmse", "mae", "sse", "sae", "n_points", "n_windows"]
@@ -171,3 +171,97 @@ def test_a_models_note_is_printed_once_per_run(folder, tmp_path, capsys):
     assert out.count("forecasts decoded per query") == 1
     for table in (tmp_path / "o" / "tables").glob("*.md"):  # each saved table stands alone: it keeps the note
         assert "forecasts decoded per query" in table.read_text()
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupt_the_cell_swallowed_still_stops_the_run_and_its_row_is_never_written(
+        folder, tmp_path, monkeypatch, capsys, signum, status):
+    """A library that catches KeyboardInterrupt (scikit-learn's MLP training, an optional import) goes on as if
+    nothing happened: the run must still stop (130, 143), without the row of the cell the signal landed in (its
+    result is no result) and with every row finished before it; the caller's handlers are back afterwards."""
+    from harness.run import runner
+
+    original, calls, during = runner.run_cell, [], []
+
+    def swallowing(cell):
+        calls.append(cell)
+        during.append(signal.getsignal(signum))
+        if len(calls) == 3:
+            try:
+                os.kill(os.getpid(), signum)  # its handler runs here, inside the try
+            except KeyboardInterrupt:
+                pass  # swallowed, as scikit-learn does
+        return original(cell)
+
+    def sentinel(*_):
+        raise AssertionError("the caller's handler ran")
+
+    monkeypatch.setattr(runner, "run_cell", swallowing)
+    before = {s: signal.signal(s, sentinel) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        out = tmp_path / "o"
+        argv = ["run", "forecasting", "--dataset", str(folder), "--models", "last-value", "window-mean",
+                "--settings", "48/24", "72/36", "--max-windows-per-subject", "4", "--out", str(out), "--no-progress"]
+        assert main(argv) == status
+        assert "rerun the same command to resume" in capsys.readouterr().err
+        assert all(h is not sentinel for h in during)  # the run's own handler while its cells ran
+        assert signal.getsignal(signal.SIGINT) is sentinel and signal.getsignal(signal.SIGTERM) is sentinel
+        assert len(read_records(out / "records.csv")) == 2 and len(calls) == 3  # no third row, no fourth cell
+        with pytest.raises(KeyboardInterrupt):  # in process, too: execute() raises, then restores the handlers
+            calls.clear()
+            execute(_config(folder, out, rerun=True))
+        assert signal.getsignal(signal.SIGINT) is sentinel and signal.getsignal(signal.SIGTERM) is sentinel
+        monkeypatch.setattr(runner, "run_cell", original)
+        assert execute(_config(folder, out)).ran == 12 - 2  # resumes: the rest, then the uninterrupted records
+        assert signal.getsignal(signal.SIGINT) is sentinel and signal.getsignal(signal.SIGTERM) is sentinel
+        pd.testing.assert_frame_equal(_metrics(out / "records.csv"),
+                                      _metrics(execute(_config(folder, tmp_path / "clean")).records_path))
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
+def test_ctrl_c_during_the_commands_imports_is_exit_130(folder, tmp_path):
+    """A Ctrl-C while the command still imports (a plugin here; on a busy machine any import takes seconds) is exit
+    130 with one line: not a traceback, and, for a run started with SIGINT ignored (a background job of a script),
+    not a run that goes on to exit 0."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1",
+           "SOTER_BENCH_PLUGINS": "tests.plugin_slow_import", "SOTER_TEST_IMPORT_DIR": str(tmp_path)}
+    out = tmp_path / "o"
+    for ignored in (False, True):
+        (tmp_path / "go").unlink(missing_ok=True)
+        (tmp_path / "importing").unlink(missing_ok=True)
+        proc = subprocess.Popen(_cli(["--dataset", str(folder), "--models", "last-value"], out, env), cwd=REPO,
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignored else None)
+        wait_until(lambda: (tmp_path / "importing").exists(), proc, "the plugin's import began")
+        proc.send_signal(signal.SIGINT)
+        (tmp_path / "go").write_text("")  # a process that missed the signal goes on with the run
+        _, err = proc.communicate()
+        assert proc.returncode == 130, err.decode()
+        assert b"Traceback" not in err and b"interrupted" in err
+        assert not (out / "records.csv").exists()
+
+
+def test_two_runs_that_compute_one_cell_at_once_leave_one_row_of_it(folder, tmp_path, monkeypatch):
+    """Two runs into one --out: a cell both started before either finished it (here: the second run, whole, inside
+    the first one's first cell) is written once; the records hold one row per key."""
+    from harness.run import runner
+
+    original, nested = runner.run_cell, []
+
+    def first_cell_runs_another_run(cell):
+        if not nested:
+            nested.append(None)
+            nested[0] = execute(_config(folder, tmp_path / "o"))  # the other run, into the same folder
+        return original(cell)
+
+    monkeypatch.setattr(runner, "run_cell", first_cell_runs_another_run)
+    summary = execute(_config(folder, tmp_path / "o"))
+    assert nested[0].ran == 12 and summary.skipped_done == 11  # the other run did every cell meanwhile
+    keys = read_records(tmp_path / "o" / "records.csv")["key"]
+    lines = (tmp_path / "o" / "records.csv").read_text().splitlines()[1:]
+    assert len(lines) == len(keys) == keys.nunique() == 12
+    monkeypatch.setattr(runner, "run_cell", original)
+    assert execute(_config(folder, tmp_path / "o", rerun=True)).ran == 12  # a rerun still supersedes its rows
+    assert len((tmp_path / "o" / "records.csv").read_text().splitlines()) == 1 + 24

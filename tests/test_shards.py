@@ -46,6 +46,11 @@ def _lines(out: Path) -> tuple[str, list[str]]:
     return ",".join(header), sorted(rows)
 
 
+def _order(out: Path) -> list[str]:
+    """The keys of a records file in the file's order."""
+    return [row["key"] for row in csv.DictReader(io.StringIO((out / "records.csv").read_text()))]
+
+
 def _shards(folder: Path, tmp_path: Path, n: int = 3) -> list[Path]:
     """The n shards as n processes at once."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
@@ -68,6 +73,7 @@ def test_three_shards_at_once_merged_equal_a_serial_run(folder, tmp_path, capsys
     assert main(["merge", str(tmp_path / "merged"), *map(str, shards)]) == 0
     assert "partial" not in capsys.readouterr().err
     assert _lines(tmp_path / "merged") == _lines(tmp_path / "serial")  # same keys, same values, byte for byte
+    assert _order(tmp_path / "merged") == _order(tmp_path / "serial")  # in the same order
     for folder_name in ("window_errors",):
         serial = sorted(p.name for p in (tmp_path / "serial" / folder_name).iterdir())
         assert sorted(p.name for p in (tmp_path / "merged" / folder_name).iterdir()) == serial
@@ -90,6 +96,9 @@ def test_three_shards_at_once_merged_equal_a_serial_run(folder, tmp_path, capsys
     assert "1/3 not merged" in capsys.readouterr().err
     assert main(["table", "forecasting", "--out", str(shards[1])]) == EXIT_PARTIAL  # a shard alone
     assert "shard 1/3 alone" in capsys.readouterr().err
+    assert main(["merge", str(tmp_path / "part"), str(shards[1]), str(shards[2])]) == 0  # the rest, in any order
+    assert _order(tmp_path / "part") == _order(tmp_path / "serial")
+    assert _lines(tmp_path / "part") == _lines(tmp_path / "serial")
 
     # the same key with other values: refused with one line, nothing written
     bad = tmp_path / "bad"
@@ -104,7 +113,7 @@ def test_three_shards_at_once_merged_equal_a_serial_run(folder, tmp_path, capsys
     assert main(["merge", str(tmp_path / "conflict"), str(shards[0]), str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: conflicting rows for key") and "rmse" in err and len(err.splitlines()) == 1
-    assert not (tmp_path / "conflict" / "records.csv").exists()
+    assert not (tmp_path / "conflict").exists()  # nothing left behind, not even an empty folder
 
 
 def test_two_shard_sets_of_other_models_merge_into_the_serial_run(folder, tmp_path, capsys):
@@ -130,11 +139,38 @@ def test_an_invalid_shard_is_one_line_and_exit_2(folder, tmp_path, capsys, shard
     assert not (tmp_path / "o" / "records.csv").exists()
 
 
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_more_shards_than_cells_is_one_line_and_exit_2(folder, tmp_path, capsys, command):
+    """N beyond the plan's cells (here 6) is refused before anything is written (an N of 10^12 once filled the
+    memory); N equal to the cells is a shard per cell."""
+    argv = _args(folder, tmp_path / "o", "--shard", "0/999999999999", models=("last-value",))
+    argv[0] = command
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "the plan has 6 cell(s), so N can be at most 6" in err
+    assert not (tmp_path / "o" / "records.csv").exists() and not list((tmp_path / "o").glob("plan-*.json"))
+    assert main(_args(folder, tmp_path / "o", "--shard", "5/6", models=("last-value",))) == 0
+
+
+def test_plan_refuses_an_out_that_names_a_file(folder, tmp_path, capsys):
+    (tmp_path / "f").write_text("")
+    for command in ("run", "plan"):
+        argv = _args(folder, tmp_path / "f", models=("last-value",))
+        argv[0] = command
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "is a file, not a folder" in err
+
+
 def test_merge_refuses_a_folder_that_is_no_shard(folder, tmp_path, capsys):
     assert main(_args(folder, tmp_path / "plain", models=("last-value",))) == 0
     capsys.readouterr()
     assert main(["merge", str(tmp_path / "m"), str(tmp_path / "plain")]) == 2
     assert "no plan manifest" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
+    (tmp_path / "f").write_text("")
+    assert main(["merge", str(tmp_path / "f"), str(tmp_path / "plain")]) == 2  # OUT names a file: one line
+    assert "is a file, not a folder" in capsys.readouterr().err
 
 
 def test_the_partition_balances_cost_not_count_and_is_deterministic():
@@ -223,3 +259,123 @@ def test_submitit_parameters_that_are_no_json_are_one_line(folder, tmp_path, cap
     monkeypatch.setenv("SOTER_BENCH_SUBMITIT", "{partition")
     assert main(_args(folder, tmp_path / "o", "--executor", "submitit", models=("last-value",))) == 2
     assert "SOTER_BENCH_SUBMITIT is no JSON object" in capsys.readouterr().err
+
+
+def _lose(shard: Path, index: int = 0) -> str:
+    """Turn the shard's ``index``-th row into the error row of a lost worker (what a killed worker leaves)."""
+    from harness.records.store import RecordStore
+    from harness.run.runner import lost_cell_row
+
+    text = (shard / "records.csv").read_text().splitlines(keepends=True)
+    row = dict(zip(COLUMNS, next(csv.reader([text[1 + index]]))))
+    keep = ("key", "task", "dataset", "fold", "setting", "condition", "model", "seed", "protocol", "model_info",
+            "code_version", "finished_at")
+    lost = {**{c: row[c] for c in keep}, **lost_cell_row(None, MemoryError("killed"))}
+    (shard / "records.csv").write_text(text[0])
+    store = RecordStore(shard / "records.csv")
+    for i, line in enumerate(text[1:]):
+        store.write(lost if i == index else dict(zip(COLUMNS, next(csv.reader([line])))))
+    return row["key"]
+
+
+def test_a_lost_workers_row_is_partial_and_the_rerun_shard_merges_into_the_serial_run(folder, tmp_path, capsys):
+    """A shard whose worker was lost has an error row: its merge is partial; rerun that shard (it retries the
+    error row) and merge again: the serial run's records, the error row superseded."""
+    models = ("last-value", "drift")
+    assert main(_args(folder, tmp_path / "serial", models=models)) == 0
+    shards = [tmp_path / f"s{k}" for k in range(2)]
+    for k, out in enumerate(shards):
+        assert main(_args(folder, out, "--shard", f"{k}/2", models=models)) == 0
+    _lose(shards[1])
+    capsys.readouterr()
+    merged = tmp_path / "merged"
+    assert main(["merge", str(merged), *map(str, shards)]) == EXIT_PARTIAL
+    err = capsys.readouterr().err
+    assert "partial: forecasting: 1 of 12 planned cells have the error row of a lost worker" in err
+    assert main(["table", "forecasting", "--out", str(merged)]) == EXIT_PARTIAL
+    assert main(_args(folder, shards[1], "--shard", "1/2", models=models)) == 0  # the documented recovery
+    capsys.readouterr()
+    assert main(["merge", str(merged), *map(str, shards)]) == 0
+    assert "partial" not in capsys.readouterr().err
+    assert _lines(merged) == _lines(tmp_path / "serial")  # one row per key: the error row is gone
+    assert _order(merged) == _order(tmp_path / "serial")
+    assert main(["merge", str(merged), *map(str, shards)]) == 0  # again: nothing changes
+    assert _lines(merged) == _lines(tmp_path / "serial")
+
+
+def test_two_finished_rows_that_differ_are_still_refused_and_an_error_row_never_beats_ok(folder, tmp_path, capsys):
+    models = ("last-value",)
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(_args(folder, a, "--shard", "0/1", models=models)) == 0
+    subprocess.run(["cp", "-r", str(a), str(b)], check=True)
+    _lose(b)
+    capsys.readouterr()
+    assert main(["merge", str(tmp_path / "m"), str(b), str(a)]) == 0  # a's ok row wins, in either order
+    assert _lines(tmp_path / "m") == _lines(a)
+
+
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid`` (zombies count as gone)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_submitit_job_controller_stops_with_its_killed_driver(tmp_path):
+    """`kill -9` of an `--executor submitit` driver: submitit's local job controller (meant to outlive the session)
+    ends its job and exits instead of running it, and starting others, for a driver that will never record them."""
+    pytest.importorskip("submitit")
+    from tests.waiting import wait_until
+
+    driver = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom pathlib import Path\n"
+         "from harness.run.executor_submitit import SubmititExecutor\n"
+         "next(SubmititExecutor(Path(sys.argv[1])).run(time.sleep, [3600]))", str(tmp_path / "submitit")],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.PIPE)
+    controllers: list[int] = []
+    jobs: list[int] = []
+
+    def job_running() -> bool:
+        controllers[:] = _children(driver.pid)
+        jobs[:] = [job for c in controllers for job in _children(c)]
+        return bool(jobs)
+
+    wait_until(job_running, driver, "the job ran under its controller")
+    driver.kill()
+    driver.communicate()
+    wait_until(lambda: not any(map(_alive, controllers + jobs)))  # a controller that goes on hangs the test here
+
+
+def test_the_controller_knows_its_driver_is_gone():
+    pytest.importorskip("submitit")
+    from harness.run.submitit_local import driver_gone
+
+    assert not driver_gone(os.getppid()) and driver_gone(os.getpid())
+
+
+def test_a_shards_table_names_every_fold_it_lacks(folder, tmp_path, capsys):
+    """A shard's rows may lack whole folds (no model of the shard has them): its table must still name them,
+    from the plan, and not show the shard's folds as a complete result."""
+    out = tmp_path / "s0"
+    argv = _args(folder, out, "--shard", "0/3", models=("last-value",))
+    argv.remove("72/36")  # one setting: three cells, a fold per shard
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(["table", "forecasting", "--out", str(out)]) == EXIT_PARTIAL
+    text = capsys.readouterr().out
+    (fold,) = {r["fold"] for r in csv.DictReader(open(out / "records.csv"))}
+    others = sorted({"S00", "S01", "S02"} - {fold})
+    assert f"no row for fold {others[0]}, fold {others[1]}" in " ".join(text.split())

@@ -197,8 +197,10 @@ def _config(folder, out) -> RunConfig:
 
 @needs_gluonts
 def test_interrupted_supervised_run_resumes_to_the_records_of_an_uninterrupted_run(folder, tmp_path):
-    """Ctrl-C during a run of supervised models (in a cell's training, or between cells) keeps the finished rows
-    and exits 130; the rerun trains only the missing cells and ends with the records of an uninterrupted run."""
+    """Ctrl-C during a run of supervised models (in a cell's training, between cells, or in the import of the next
+    model's libraries, which may swallow the interrupt) keeps the finished rows and exits 130; the rerun trains only
+    the missing cells and ends with the records of an uninterrupted run. The state it needs is finished rows: the
+    signal may land anywhere after them (harness.run.stopping), so nothing races."""
     env = {**os.environ, "SOTER_BENCH_PLUGINS": "tests.plugin_models", "PYTHONPATH": str(REPO),
            "OMP_NUM_THREADS": "1"}
     args = ["--dataset", str(folder), "--models", "ridge", "dlinear", "--settings", SETTING.name,

@@ -55,6 +55,7 @@ COLUMNS: tuple[str, ...] = (
 LEGACY_COLUMNS: tuple[str, ...] = tuple("window" if c == "setting" else c for c in COLUMNS)
 HEADERS: tuple[tuple[str, ...], ...] = (COLUMNS, LEGACY_COLUMNS)  # the headers a records file may have
 STATUSES = ("ok", "error", "unavailable")
+TIMING = ("seconds", "finished_at")  # what two computations of one cell may differ in; every other column agrees
 NUMERIC = ("rmse", "mae", "sse", "sae", "macro_f1", "macro_auroc", "seconds")
 INTEGER = ("n_points", "n_windows", "skipped_missing", "short_recordings", "seed")
 
@@ -87,6 +88,8 @@ class RecordStore:
     _offset: int = field(default=0, init=False, repr=False)  # bytes of the file already parsed
     _lines: int = field(default=0, init=False, repr=False)  # lines in those bytes
     _names: tuple[str, ...] = field(default=COLUMNS, init=False, repr=False)  # the file's columns, in its order
+    # keys whose current row another writer appended while this store was open (two runs into one --out)
+    _elsewhere: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
@@ -104,7 +107,8 @@ class RecordStore:
         """Parse the file from ``_offset`` on (under the lock); a writer writes the header into an empty file."""
         size = os.fstat(fd).st_size
         if size < self._offset:  # replaced underneath us (e.g. by `harness repair`): read it all again
-            self._rows, self._offset, self._lines = {}, 0, 0
+            self._rows, self._offset, self._lines, self._elsewhere = {}, 0, 0, set()
+        appended = self._offset > 0  # rows past what this store read before: another writer's
         data = os.pread(fd, size - self._offset, self._offset) if size > self._offset else b""
         tail = b""
         if data and not data.endswith(b"\n"):
@@ -117,12 +121,16 @@ class RecordStore:
             self._names = _header(data, self.path)
         for row in _parse(data, self.path, self._names, header=self._offset == 0, line_base=self._lines):
             self._rows[row["key"]] = row  # later rows supersede earlier ones
+            if appended:
+                self._elsewhere.add(row["key"])
         self._offset += len(data)
         self._lines += data.count(b"\n")
         if tail:  # a final line without its newline
             row = _whole_row(tail, self._names)
             if row is not None:
                 self._rows[row["key"]] = row
+                if appended:
+                    self._elsewhere.add(row["key"])
                 if not self.readonly:  # finish the line: the row is kept, and the next append starts a new one
                     _write_all(fd, b"\n", self.path)
                     self._offset, self._lines = self._offset + len(tail) + 1, self._lines + 1
@@ -180,7 +188,10 @@ class RecordStore:
         return rows_to_frame(list(self._rows.values()))
 
     # -- writing -----------------------------------------------------------
-    def write(self, row: dict[str, object]) -> None:
+    def write(self, row: dict[str, object]) -> bool:
+        """Append ``row`` (a later row of a key supersedes the earlier ones). Not appended (False) when another
+        writer appended a row of its key while this store was open and that row is ``ok`` or equal to this one but
+        for :data:`TIMING`: two runs into one ``--out`` that computed the same cell at once leave one row of it."""
         if self.readonly:
             raise RecordStoreError(f"{self.path}: opened read-only")
         row = into_details(row, COLUMNS)  # a task's own metrics: in details (harness.records.row_metrics)
@@ -194,11 +205,21 @@ class RecordStore:
             raise ValueError(f"not a valid record: {problem}")
         with self._locked() as fd:
             self._read_new(fd)  # rows of other runs first, so our offset stays at the end
+            if self._done_elsewhere(full):
+                return False
             line = _csv_line([full[c] for c in self._names]).encode("utf-8")
             _write_all(fd, line, self.path)
             self._offset = os.fstat(fd).st_size
             self._lines += line.count(b"\n")
         self._rows[full["key"]] = full
+        self._elsewhere.discard(full["key"])
+        return True
+
+    def _done_elsewhere(self, row: dict[str, str]) -> bool:
+        """Whether another writer finished ``row``'s cell while this store was open (its row ok, or the same)."""
+        held = self._rows.get(row["key"]) if row["key"] in self._elsewhere else None
+        return held is not None and (held["status"] == "ok" or all(
+            held.get(c, "") == row[c] for c in COLUMNS if c not in TIMING))
 
     def compact(self) -> int:
         """Rewrite the file with the latest row of each key only (each where its key first appeared), dropping the

@@ -183,18 +183,24 @@ def _error_task(task: str):
     return get_task(task)
 
 
+PLANNED_FOLDS = "planned_folds"  # frame.attrs: dataset -> the folds its run planned (a shard's plan manifest)
+
+
 def pooled(frame: pd.DataFrame, task: str) -> pd.DataFrame:
     """One row per (dataset, model, condition, replicate): folds pooled, completeness kept.
 
     What a replicate must hold is every fold and seed any model has a row for on its dataset (their
-    product), and the replicates are the product of every replicate value seen on the dataset and
+    product; the folds of ``frame.attrs[PLANNED_FOLDS]`` too: a shard's rows lack folds its plan has), and the
+    replicates are the product of every replicate value seen on the dataset and
     condition: a fold or replicate with no row at all is missing (``missing``), not forgotten."""
     rows = frame[frame["task"] == task]
     reps = reps_of(task)
     inner = ["fold"] + ([] if "seed" in reps else ["seed"])
+    planned = frame.attrs.get(PLANNED_FOLDS, {})
     out = []
     for dataset, drows in rows.groupby("dataset", sort=False):
-        units = set(product(*[_unique(drows[c]) for c in inner]))
+        units = set(product(*[_unique(drows[c]) + [f for f in planned.get(dataset, ()) if f not in set(drows[c])]
+                              if c == "fold" else _unique(drows[c]) for c in inner]))
         for condition, block in drows.groupby("condition", sort=False):
             replicates = list(product(*[_unique(block[c]) for c in reps]))
             for model, mrows in block.groupby("model", sort=False):

@@ -15,6 +15,9 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator, Protocol, TypeVar
 
 from harness.run.inflight import top_up
+from harness.run.stopping import raise_if_stopped
+
+LOST_WORKER = "the worker running this cell was lost"  # how the row of a cell whose worker died begins
 
 C = TypeVar("C")
 R = TypeVar("R")
@@ -34,6 +37,7 @@ class SerialExecutor:
     def run(self, fn: Callable[[C], R], cells: Iterable[C],
             on_lost: Callable[[C, BaseException], R] | None = None) -> Iterator[tuple[C, R]]:
         for cell in cells:
+            raise_if_stopped()  # an interrupt swallowed where it landed (an import, a library): no next cell
             yield cell, fn(cell)
 
     def close(self) -> None:
@@ -91,6 +95,7 @@ class ProcessExecutor:
         queue = iter(cells)
         exhausted = False
         while not exhausted or pending:
+            raise_if_stopped()
             if not exhausted:  # the pool may have been replaced since the last round: look it up per call
                 exhausted = top_up(queue, pending, 2 * self.jobs, lambda cell: self._pool.submit(fn, cell))
             if not pending:

@@ -48,6 +48,10 @@ class SubmititExecutor:
         if not isinstance(extra, dict):
             raise SubmititUnavailableError(f"${PARAMETERS_ENV} must be a JSON object of submitit parameters")
         self._executor = submitit.AutoExecutor(folder=str(folder))
+        if self._executor.cluster == "local":  # no Slurm: job controllers that stop when this driver dies
+            from harness.run.submitit_local import WatchedLocalExecutor
+
+            self._executor._executor.__class__ = WatchedLocalExecutor  # submitit's, with its controller replaced
         self._extra = extra
         self._resources = resources or (lambda cell: {"num_cpus": 1})
         self._limit = 2 * max(1, jobs)

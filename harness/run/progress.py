@@ -14,7 +14,9 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter, defaultdict
-from typing import Iterable
+from typing import Callable, Iterable, Mapping, TypeVar
+
+T = TypeVar("T")
 
 
 def _clock(seconds: float) -> str:
@@ -87,3 +89,19 @@ class Progress:
 
     def close(self) -> None:
         self._bar.close()
+
+
+def cost_probes_first(items: list[T], model_of: Callable[[T], str], measured: Mapping[str, object]) -> list[T]:
+    """Run two cells of every model whose cost is unknown (not in ``measured``) first (the first one pays for
+    loading the model), so the time-left estimate knows every model's cost after a few cells. Records do not
+    depend on the order; each such model loads once more. ``merge`` orders a serial run's rows by it too."""
+    first: dict[str, list[int]] = {}
+    for i, item in enumerate(items):
+        model = model_of(item)
+        if model not in measured and len(first.setdefault(model, [])) < 2:
+            first[model].append(i)
+    if len(first) < 2:
+        return list(items)
+    early = [i for idx in first.values() for i in idx]
+    taken = set(early)
+    return [items[i] for i in early] + [p for i, p in enumerate(items) if i not in taken]

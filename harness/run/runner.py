@@ -11,8 +11,9 @@ from typing import Any, Mapping
 
 from harness.records.cell_files import CELL_FILES, write_cell_files
 from harness.run.cells import WINDOW_ERRORS, Cell, run_cell, setting_name
-from harness.run.executor import EXECUTORS, make_executor
-from harness.run.progress import Progress
+from harness.run.executor import EXECUTORS, LOST_WORKER, make_executor
+from harness.run.progress import Progress, cost_probes_first
+from harness.run.stopping import raise_if_stopped, stop_on_signals
 from harness.records.store import KEY_FIELDS, RecordStore, RecordStoreError, row_key
 from harness.records.window_store import write_window_errors
 from harness.records.configurations import recorded_revision, with_identity
@@ -424,20 +425,24 @@ def cell_resources(cell: Cell) -> dict[str, float]:
 def lost_cell_row(cell: Cell, error: BaseException) -> dict[str, object]:
     """The row of a cell whose worker died under it (killed, out of memory, its node lost)."""
     detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return {"status": "error", "error": f"the worker running this cell was lost ({type(error).__name__}): {detail}"[:2000],
+    return {"status": "error", "error": f"{LOST_WORKER} ({type(error).__name__}): {detail}"[:2000],
             "seconds": None}
 
 
 def execute(config: RunConfig, log=print) -> RunSummary:
-    check_arguments(config)  # usage errors before the thread setup imports torch
-    single_thread_unless_set()  # a busy CPU: one thread per process (harness.run.threads); workers set their own
-    # a cluster is joined before planning: --device auto asks it, not this machine, for GPUs
-    executor = make_executor(config.jobs, config.executor, config.ray_address, cell_resources,
-                             Path(config.out) / "submitit")
-    try:
-        return _execute(config, executor, log)
-    finally:
-        executor.close()
+    """Run ``config``'s cells. SIGINT and SIGTERM stop it (KeyboardInterrupt, ``Terminated``) with every finished
+    row kept, even where a library swallowed the interrupt; the caller's handlers are back when it returns or
+    raises (harness.run.stopping)."""
+    with stop_on_signals():
+        check_arguments(config)  # usage errors before the thread setup imports torch
+        single_thread_unless_set()  # a busy CPU: one thread per process (harness.run.threads); workers set their own
+        # a cluster is joined before planning: --device auto asks it, not this machine, for GPUs
+        executor = make_executor(config.jobs, config.executor, config.ray_address, cell_resources,
+                                 Path(config.out) / "submitit")
+        try:
+            return _execute(config, executor, log)
+        finally:
+            executor.close()
 
 
 def _execute(config: RunConfig, executor, log) -> RunSummary:
@@ -536,8 +541,12 @@ def _shard(config: RunConfig, cells: list[tuple[Cell, dict[str, object]]], summa
     from harness.run.shards import shard_cells, write_manifest
 
     k, n = config.shard
-    write_manifest(config.out, config.task, [str(f["key"]) for _, f in cells], n, shard=k)
-    mine = shard_cells(cells, k, n, loaded)
+    mine = shard_cells(cells, k, n, loaded)  # an N beyond the plan's cells: refused before the manifest
+    folds: dict[str, list[str]] = {}
+    for _, fields in cells:
+        folds.setdefault(str(fields["dataset"]), []).append(str(fields["fold"]))
+    write_manifest(config.out, config.task, [str(f["key"]) for _, f in cells], n, shard=k,
+                   folds={dataset: list(dict.fromkeys(values)) for dataset, values in folds.items()})
     log(f"[shard] {k}/{n}: {len(mine)} of the plan's {len(cells)} cells, balanced by their estimated cost")
     summary.planned = len(mine)
     return mine
@@ -553,7 +562,10 @@ def row_is_current(row: Mapping[str, str] | None, task: str, version: int, revis
 
 def _write_result(store: RecordStore, row: dict[str, object]) -> None:
     """Append a cell's row; a row the store refuses (an ok row without a metric of its task, a metric that is
-    no number) is written as an ``error`` row saying why, so that one faulty cell never stops a sweep."""
+    no number) is written as an ``error`` row saying why, so that one faulty cell never stops a sweep. A cell that
+    finished after an interrupt its code swallowed (scikit-learn ends its training early) is no result: the
+    interrupt is raised again instead, and the row is never written."""
+    raise_if_stopped()
     try:
         store.write(row)
     except ValueError as exc:
@@ -565,7 +577,8 @@ def _write_result(store: RecordStore, row: dict[str, object]) -> None:
 def _keep_arrays(out: Path, key: str, windows, files) -> None:
     """Write a cell's per-window errors and its other arrays (``harness.records.cell_files``) before its row; a full
     disk or a read-only folder stops the run with one line (every finished row is kept, and the same command
-    resumes)."""
+    resumes). Nothing is written for a cell that finished after a swallowed interrupt (``_write_result``)."""
+    raise_if_stopped()
     try:
         write_window_errors(out, key, windows)
         write_cell_files(out, key, files)
@@ -577,18 +590,8 @@ def _keep_arrays(out: Path, key: str, windows, files) -> None:
 
 def _cost_probes_first(pending: list[tuple[Cell, dict[str, object]]],
                               measured: dict[str, list[float]]) -> list[tuple[Cell, dict[str, object]]]:
-    """Run two cells of every model whose cost is unknown first (the first one pays for loading the
-    model), so the time-left estimate knows every model's cost after a few cells. Records do not
-    depend on the order; each such model loads once more."""
-    first: dict[str, list[int]] = {}
-    for i, (cell, _) in enumerate(pending):
-        if cell.model not in measured and len(first.setdefault(cell.model, [])) < 2:
-            first[cell.model].append(i)
-    if len(first) < 2:
-        return pending
-    early = [i for idx in first.values() for i in idx]
-    taken = set(early)
-    return [pending[i] for i in early] + [p for i, p in enumerate(pending) if i not in taken]
+    """The run's order of its pending cells (:func:`harness.run.progress.cost_probes_first`)."""
+    return cost_probes_first(pending, lambda item: item[0].model, measured)
 
 
 def _now() -> str:

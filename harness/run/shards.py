@@ -16,15 +16,15 @@ import shutil
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from harness.records.cell_files import FOLDERS as CELL_FOLDERS
 from harness.records.dataset_sources import SOURCES_FILE
-from harness.records.store import COLUMNS, RecordStore
+from harness.records.store import COLUMNS, TIMING, RecordStore  # noqa: F401 (TIMING: re-exported)
 from harness.records.window_store import FOLDER as WINDOW_FOLDER
+from harness.run.executor import LOST_WORKER
 from protocols.specs import SpecError
 
-TIMING = ("seconds", "finished_at")  # what two runs of the same cell may differ in; every other column must agree
 MANIFEST = "plan-{task}-{digest}.json"  # one per plan: two shard sets (e.g. other --models) keep a manifest each
 
 
@@ -34,6 +34,13 @@ def parse_shard(text: str) -> tuple[int, int]:
     if not sep or not k.strip().isdigit() or not n.strip().isdigit() or int(n) < 1 or int(k) >= int(n):
         raise SpecError(f"--shard expects K/N with 0 <= K < N (e.g. 0/4 to 3/4 for four shards), got {text!r}")
     return int(k), int(n)
+
+
+def check_shards(shards: int, cells: int) -> None:
+    """More shards than cells would leave shards with nothing to do (and the partition's table of N loads would
+    fill the memory for an N of 10^12): refused before anything is written."""
+    if shards > cells:
+        raise SpecError(f"--shard K/{shards}: the plan has {cells} cell(s), so N can be at most {cells}")
 
 
 def partition(costs: Sequence[tuple[str, float | None]], shards: int) -> dict[str, int]:
@@ -59,6 +66,7 @@ def shard_cells(cells: Sequence[tuple[object, dict]], shard: int, shards: int,
     cell's cost from the calibration (:mod:`harness.run.costs`; the same on every node)."""
     from harness.run.costs import cell_cost, cell_samples, random_weights, read_calibration
 
+    check_shards(shards, len(cells))
     rates = read_calibration()
     samples = cell_samples((cell for cell, _ in cells), loaded)
     costs = [(str(fields["key"]), cell_cost(cell.model, cell.setting, samples[cell], rates, random_weights(cell)).cpu)
@@ -76,12 +84,15 @@ def manifest_path(out: Path, task: str, planned: Sequence[str]) -> Path:
 
 
 def write_manifest(out: Path, task: str, planned: Sequence[str], shards: int, shard: int | None = None,
-                   merged: Iterable[int] = ()) -> None:
-    """The full plan's keys, and which shard(s) of how many this store holds (atomically replaced)."""
+                   merged: Iterable[int] = (), folds: Mapping[str, Sequence[str]] | None = None) -> None:
+    """The full plan's keys, and which shard(s) of how many this store holds (atomically replaced); ``folds``: each
+    dataset's folds in the plan, so that a table of a shard's rows names the folds no row of the shard has."""
     path = manifest_path(out, task, planned)
     path.parent.mkdir(parents=True, exist_ok=True)
     body = {"task": task, "shards": shards, "shard": shard, "merged": sorted(set(merged)),
             "cells": len(planned), "planned": list(planned)}
+    if folds:
+        body["folds"] = {dataset: list(values) for dataset, values in folds.items()}
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(body, indent=1) + "\n")
     tmp.replace(path)
@@ -103,45 +114,67 @@ def read_manifests(out: Path) -> list[dict]:
     return found
 
 
-def partial_lines(out: Path, present: Iterable[str], task: str | None = None) -> list[str]:
-    """One line per planned task in ``out`` whose plan has cells without a row: a shard alone, a merge that missed
-    a shard or a shard that stopped early. Empty: every planned cell has a row (or nothing was run in shards)."""
-    have = set(present)
+def planned_folds(out: Path, task: str | None = None) -> dict[str, list[str]]:
+    """Each dataset's folds in the plans of ``out``'s manifests (of ``task``; manifests written before they named
+    their folds add none)."""
+    folds: dict[str, list[str]] = {}
+    for body in read_manifests(out):
+        if task is None or body["task"] == task:
+            for dataset, values in (body.get("folds") or {}).items():
+                folds[dataset] = list(dict.fromkeys([*folds.get(dataset, []), *map(str, values)]))
+    return folds
+
+
+def partial_lines(out: Path, present: Mapping[str, Mapping[str, str]], task: str | None = None) -> list[str]:
+    """One line per planned task in ``out`` whose plan has cells without a result: no row (a shard alone, a merge
+    that missed a shard or a shard that stopped early) or the ``error`` row of a lost worker (the cell was never
+    computed; a rerun of its shard retries it). Empty: every planned cell has its row (or nothing ran in shards)."""
     lines = []
     for body in read_manifests(out):
         if task is not None and body["task"] != task:
             continue
-        missing = [k for k in body["planned"] if k not in have]
-        if not missing:
-            continue
+        missing = [k for k in body["planned"] if k not in present]
+        lost = [k for k in body["planned"] if k in present and is_lost(present[k])]
         n = body["shards"]
-        if body.get("shard") is not None:
-            which = f"it is shard {body['shard']}/{n} alone"
-        else:
-            absent = sorted(set(range(n)) - set(body.get("merged", ())))
-            which = (f"shard(s) {', '.join(f'{k}/{n}' for k in absent)} not merged" if absent
-                     else "every shard merged, but some stopped before their last cell")
-        lines.append(f"partial: {body['task']}: {len(missing)} of {len(body['planned'])} planned cells have no row "
-                     f"in {out} ({which}); the tables cover the rest only")
+        if missing:
+            if body.get("shard") is not None:
+                which = f"it is shard {body['shard']}/{n} alone"
+            else:
+                absent = sorted(set(range(n)) - set(body.get("merged", ())))
+                which = (f"shard(s) {', '.join(f'{k}/{n}' for k in absent)} not merged" if absent
+                         else "every shard merged, but some stopped before their last cell")
+            lines.append(f"partial: {body['task']}: {len(missing)} of {len(body['planned'])} planned cells have no "
+                         f"row in {out} ({which}); the tables cover the rest only")
+        if lost:
+            lines.append(f"partial: {body['task']}: {len(lost)} of {len(body['planned'])} planned cells have the "
+                         f"error row of a lost worker in {out} (never computed): rerun their shard, then merge again")
     return lines
+
+
+def is_lost(row: Mapping[str, str]) -> bool:
+    """An ``error`` row written for a cell whose worker died under it: no result, retried by a rerun."""
+    return row.get("status") == "error" and str(row.get("error", "")).startswith(LOST_WORKER)
 
 
 @dataclass
 class MergeReport:
     out: Path
-    written: int = 0  # rows appended to OUT
+    written: int = 0  # rows OUT did not hold (new keys, and lost-worker rows replaced by a finished row)
     already: int = 0  # rows OUT held already, equal
+    replaced: int = 0  # of those written: keys whose error row in OUT a finished row superseded
     partial: list[str] = field(default_factory=list)
 
 
-def _values(row: dict[str, str]) -> dict[str, str]:
+def _values(row: Mapping[str, str]) -> dict[str, str]:
     return {c: row[c] for c in COLUMNS if c not in TIMING}
 
 
 def merge(out: Path, shard_dirs: Sequence[Path]) -> MergeReport:
-    """Merge the stores of a run's shards into ``out``: every row once, in the plan's order, with its per-window
-    and cell files; refused (nothing written) when two rows of one key differ beyond :data:`TIMING`, or when the
-    folders hold shards of different plans."""
+    """Merge the stores of a run's shards into ``out``: every key once (an ``ok`` row supersedes an ``error`` row of
+    its key, as a rerun of the shard does), with its per-window and cell files. Refused, with
+    nothing written, when two ``ok`` rows of one key differ beyond :data:`TIMING`, or when the folders hold shards
+    of different plans. OUT's records are rewritten (current rows only) in the order of a serial run's records
+    (:func:`serial_order`), whatever the order of the folders and of earlier merges into OUT."""
     out = Path(out)
     sources: list[tuple[Path, RecordStore, list[dict]]] = []
     for folder in shard_dirs:
@@ -164,44 +197,78 @@ def merge(out: Path, shard_dirs: Sequence[Path]) -> MergeReport:
                                 f"folder's into {first['shards']}; merge the shards of one command only")
             merged.setdefault(plan, set()).update(
                 [body["shard"]] if body.get("shard") is not None else body.get("merged", ()))
-    rows: dict[str, tuple[dict[str, str], Path]] = {}
-    target = RecordStore(out / "records.csv") if (out / "records.csv").exists() else None
+    target = RecordStore(out / "records.csv", readonly=True) if (out / "records.csv").is_file() else None
+    held = target.rows() if target is not None else {}
+    rows: dict[str, tuple[dict[str, str], Path]] = {key: (row, out) for key, row in held.items()}
     for folder, store, _ in sources:
         for key, row in store.rows().items():
             _agree(rows, key, row, folder)
-    for key, (row, folder) in rows.items():
-        held = target.get(key) if target is not None else None
-        if held is not None and _values(held) != _values(row):
-            raise SpecError(f"conflicting rows for key {key} ({row['model']}, {row['dataset']}, fold {row['fold']}, "
-                            f"{row['setting']}): {folder} and {out} differ in {_differing(held, row)}; nothing merged")
-    order = [k for body in plans.values() for k in body["planned"] if k in rows]
+    current = {key: row for key, (row, _) in rows.items()}
+    order = [k for body in plans.values() for k in serial_order(body["planned"], current)]
+    order += [k for k in held if k not in set(order)]
     order += sorted(set(rows) - set(order))
-    store = target or RecordStore(out / "records.csv")
+    order = list(dict.fromkeys(order))
     report = MergeReport(out)
-    for key in dict.fromkeys(order):
-        row, folder = rows[key]
-        _copy_files(folder, out, key)
-        if store.get(key) is not None:
+    for key in order:
+        row, _ = rows[key]
+        if key in held and _values(held[key]) == _values(row):
             report.already += 1
-            continue
-        store.write(dict(row))
-        report.written += 1
+        else:
+            report.written += 1
+            report.replaced += key in held
+    for key in order:
+        row, folder = rows[key]
+        if folder != out:
+            _copy_files(folder, out, key)
+    if report.written:  # every row again, so that the file's order is the serial run's after any merge
+        _rewrite(out / "records.csv", [rows[k][0] for k in order])
     _copy_sources([f for f, _, _ in sources], out)
     for plan, body in plans.items():
-        write_manifest(out, body["task"], body["planned"], body["shards"], merged=merged[plan])
-    store.refresh()
-    report.partial = partial_lines(out, store.rows())
+        write_manifest(out, body["task"], body["planned"], body["shards"], merged=merged[plan], folds=body.get("folds"))
+    report.partial = partial_lines(out, RecordStore(out / "records.csv", readonly=True).rows())
     return report
 
 
+def serial_order(planned: Sequence[str], rows: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """The planned keys that have a row, in the order a serial run (``--jobs 1``, into a new folder) writes them:
+    its ``unavailable`` rows first, while it plans, then its cells with two of each model first
+    (:func:`harness.run.progress.cost_probes_first`, nothing measured yet)."""
+    from harness.run.progress import cost_probes_first
+
+    present = [k for k in planned if k in rows]
+    unavailable = [k for k in present if rows[k]["status"] == "unavailable"]
+    cells = [k for k in present if rows[k]["status"] != "unavailable"]
+    return unavailable + cost_probes_first(cells, lambda key: rows[key]["model"], {})
+
+
+def _rewrite(path: Path, rows: Sequence[Mapping[str, str]]) -> None:
+    """``path`` holding ``rows`` only, in their order: written beside it, then moved over it (a reader sees the old
+    file or the new one, never a mix)."""
+    fresh = path.with_name(f".{path.name}.merging")
+    fresh.unlink(missing_ok=True)
+    try:
+        store = RecordStore(fresh)
+        for row in rows:
+            store.write(dict(row))
+        fresh.replace(path)
+    finally:
+        fresh.unlink(missing_ok=True)
+
+
 def _agree(rows: dict[str, tuple[dict[str, str], Path]], key: str, row: dict[str, str], folder: Path) -> None:
+    """Keep one row of ``key``: an ``ok`` row supersedes any other status (a rerun retried the cell); of two rows
+    that are not ``ok`` the later one is kept (as the store keeps it); two ``ok`` rows must agree."""
     if key not in rows:
         rows[key] = (row, folder)
         return
     other, where = rows[key]
-    if _values(other) != _values(row):
+    if _values(other) == _values(row):
+        return
+    if other["status"] == "ok" and row["status"] == "ok":
         raise SpecError(f"conflicting rows for key {key} ({row['model']}, {row['dataset']}, fold {row['fold']}, "
                         f"{row['setting']}): {where} and {folder} differ in {_differing(other, row)}; nothing merged")
+    if row["status"] == "ok" or (other["status"] != "ok" and row["finished_at"] > other["finished_at"]):
+        rows[key] = (row, folder)
 
 
 def _differing(a: dict[str, str], b: dict[str, str]) -> str:
