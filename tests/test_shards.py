@@ -357,25 +357,3 @@ def test_a_submitit_job_controller_stops_with_its_killed_driver(tmp_path):
     driver.kill()
     driver.communicate()
     wait_until(lambda: not any(map(_alive, controllers + jobs)))  # a controller that goes on hangs the test here
-
-
-def test_the_controller_knows_its_driver_is_gone():
-    pytest.importorskip("submitit")
-    from harness.run.submitit_local import driver_gone
-
-    assert not driver_gone(os.getppid()) and driver_gone(os.getpid())
-
-
-def test_a_shards_table_names_every_fold_it_lacks(folder, tmp_path, capsys):
-    """A shard's rows may lack whole folds (no model of the shard has them): its table must still name them,
-    from the plan, and not show the shard's folds as a complete result."""
-    out = tmp_path / "s0"
-    argv = _args(folder, out, "--shard", "0/3", models=("last-value",))
-    argv.remove("72/36")  # one setting: three cells, a fold per shard
-    assert main(argv) == 0
-    capsys.readouterr()
-    assert main(["table", "forecasting", "--out", str(out)]) == EXIT_PARTIAL
-    text = capsys.readouterr().out
-    (fold,) = {r["fold"] for r in csv.DictReader(open(out / "records.csv"))}
-    others = sorted({"S00", "S01", "S02"} - {fold})
-    assert f"no row for fold {others[0]}, fold {others[1]}" in " ".join(text.split())

@@ -48,15 +48,12 @@ class SubmititExecutor:
         if not isinstance(extra, dict):
             raise SubmititUnavailableError(f"${PARAMETERS_ENV} must be a JSON object of submitit parameters")
         self._executor = submitit.AutoExecutor(folder=str(folder))
-        if self._executor.cluster == "local":  # no Slurm: job controllers that stop when this driver dies
-            from harness.run.submitit_local import WatchedLocalExecutor
-
-            self._executor._executor.__class__ = WatchedLocalExecutor  # submitit's, with its controller replaced
         self._extra = extra
         self._resources = resources or (lambda cell: {"num_cpus": 1})
         self._limit = 2 * max(1, jobs)
         self._poll_s = poll_s
         self._pending: dict[Any, Any] = {}
+        self._watchdogs: list[Any] = []
         self.cluster = self._executor.cluster  # slurm | local
 
     def _submit(self, fn: Callable[[C], R], cell: C):
@@ -68,7 +65,12 @@ class SubmititExecutor:
             self._executor.update_parameters(**parameters)
         except (TypeError, ValueError) as exc:
             raise SubmititUnavailableError(f"submitit refuses the parameters {parameters}: {exc}") from None
-        return self._executor.submit(fn, cell)
+        job = self._executor.submit(fn, cell)
+        if self.cluster == "local" and str(job.job_id).isdigit():  # its controller must not outlive this driver
+            from harness.run import submitit_watchdog
+
+            self._watchdogs.append(submitit_watchdog.start(os.getpid(), int(job.job_id)))
+        return job
 
     def run(self, fn: Callable[[C], R], cells: Iterable[C],
             on_lost: Callable[[C, BaseException], R] | None = None) -> Iterator[tuple[C, R]]:
