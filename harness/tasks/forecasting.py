@@ -9,6 +9,7 @@ from harness.tasks.base import ErrorTask, cells_frame, paper_cell
 from protocols.forecasting import evaluate_forecasting
 from protocols.specs import ForecastingSpec, SamplingSpec
 from protocols.splits import get_fold
+from protocols.windows import select_windows
 
 
 def sampling(options, seed: int) -> SamplingSpec:
@@ -30,6 +31,11 @@ MAIN_RESULTS = "tab:main_results"  # the paper's main table: the mean over its f
 MAIN_CONDITION = "mean over 4 windows"  # the condition as the paper's transcription names it (results/paper/)
 CAPTION = ("Zero-shot forecasting: RMSE and MAE in normalised space, x100, mean ± std over settings "
            "(folds pooled).")
+
+
+def planned_forecast_windows(cell, dataset, sampling: SamplingSpec) -> int:
+    """The windows of the cell's setting that the rule selects for its test subject (``select_windows``)."""
+    return len(select_windows(dataset, get_fold(dataset, cell.fold).test_subject, cell.point, sampling).windows)
 
 
 class Forecasting(ErrorTask):
@@ -54,6 +60,9 @@ class Forecasting(ErrorTask):
     def evaluate(self, cell, dataset, model):
         fold = get_fold(dataset, cell.fold)
         return self.error_row(cell, evaluate_forecasting(model, dataset, fold, cell.point, cell.spec))
+
+    def planned_windows(self, cell, dataset):
+        return planned_forecast_windows(cell, dataset, cell.spec.sampling)
 
     def table(self, frame, models=None, datasets=None, caption: str = CAPTION):
         """The forecasting table: RMSE and MAE per dataset, mean ± std over settings (folds pooled); the

@@ -5,7 +5,7 @@ from __future__ import annotations
 from harness.registry.options import (ARTEFACT, ARTEFACT_PLACEMENT, MAINS_HZ, MAX_WINDOWS_PER_SUBJECT,
                                       NOISE_LEVELS_OPTION, SETTINGS, artefact_of, given)
 from harness.tasks.base import ErrorTask
-from harness.tasks.forecasting import sampling, setting_capable
+from harness.tasks.forecasting import planned_forecast_windows, sampling, setting_capable
 from protocols.artefacts import ArtefactUnavailable
 from protocols.noise import evaluate_noise
 from protocols.specs import NoiseSpec
@@ -55,6 +55,9 @@ class Noise(ErrorTask):
         except ArtefactUnavailable as exc:  # mains above this dataset's Nyquist frequency
             return {"status": "unavailable", "error": str(exc)}
         return self.error_row(cell, out)
+
+    def planned_windows(self, cell, dataset):
+        return planned_forecast_windows(cell, dataset, cell.spec.forecasting().sampling)
 
 
 TASK = Noise()  # registered by harness.tasks
