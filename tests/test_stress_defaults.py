@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.records.store import PROVENANCE, data_of
 from harness.run.runner import execute
 from harness.records.window_store import read_window_errors
 from tests.test_task_records_compat import FIXTURE, RUNS, _config
@@ -61,8 +62,10 @@ def test_the_paper_defaults_give_the_records_of_before(toy, tmp_path, task):
     for key, row in now.items():
         old = {("setting" if k == "window" else k): v for k, v in before[key].items()}
         row = {**row, "model_info": _without_identity(row["model_info"])}
-        differ = {c: (old[c], row[c]) for c in row if c not in VARYING and row[c] != old[c]}
+        differ = {c: (old[c], row[c]) for c in row if c not in VARYING + PROVENANCE and row[c] != old[c]}
         assert not differ, f"{task} row {key} changed: {differ}"
+        assert row["data_fingerprint"] == data_of(row["protocol"]) != ""  # provenance: added, never changing a row
+        assert row["windows_planned"] in ("", row["n_windows"])
     if task in ("forecasting", "noise"):
         golden = json.loads(GOLDEN.read_text())
         for key in now:

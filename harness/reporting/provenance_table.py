@@ -68,7 +68,7 @@ def _length(samples: pd.Series, seconds: pd.Series) -> str:
     """``96 (1.5 s)``; several values joined by ``, `` (a model that resamples each rate on its own)."""
     pairs = dict.fromkeys((None if pd.isna(n) else int(n), None if pd.isna(s) else float(s))
                           for n, s in zip(samples, seconds))
-    shown = [f"{n}" + (f" ({s:g} s)" if s is not None else "") for n, s in pairs if n is not None]
+    shown = [f"{n}" + (f" ({s:.4g} s)" if s is not None else "") for n, s in pairs if n is not None]
     return ", ".join(shown)
 
 

@@ -110,7 +110,8 @@ def restamp(config: RunConfig, sample: int | None = 2, seed: int = 0, dry_run: b
     chosen = _sample(current, sample, seed)
     for cell, fields, key in current:  # a count that differs from the plan is a moved cell (the row is no result)
         planned = _derived(config, cell, report).get("windows_planned")
-        problem = planned_problem({"status": rows[key]["status"], "n_windows": _number(rows[key]["n_windows"])},
+        scored = rows[key]["n_windows"]
+        problem = planned_problem({"status": rows[key]["status"], "n_windows": int(scored) if scored else None},
                                   planned if isinstance(planned, int) else None)
         if problem:
             report.moved.append(f"{fields['model']} {fields['dataset']} {fields['fold']} {fields['setting']} "

@@ -20,11 +20,11 @@ from typing import Iterable, Sequence
 
 from harness.records.cell_files import FOLDERS as CELL_FOLDERS
 from harness.records.dataset_sources import SOURCES_FILE
-from harness.records.store import COLUMNS, RecordStore
+from harness.records.store import COLUMNS, MEASURED, RecordStore
 from harness.records.window_store import FOLDER as WINDOW_FOLDER
 from protocols.specs import SpecError
 
-TIMING = ("seconds", "finished_at")  # what two runs of the same cell may differ in; every other column must agree
+TIMING = ("seconds", "finished_at", *MEASURED)  # what two runs of the same cell may differ in; the rest must agree
 MANIFEST = "plan-{task}-{digest}.json"  # one per plan: two shard sets (e.g. other --models) keep a manifest each
 
 
