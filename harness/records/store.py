@@ -66,7 +66,10 @@ MEASURED: tuple[str, ...] = ("inference_seconds_per_window", "training_seconds")
 PROVENANCE_KEY = "provenance"  # the entry of ``details`` that holds them in a file whose header lacks them
 # the header of files written before issue #17 renamed the context/horizon column: same columns, same order
 LEGACY_COLUMNS: tuple[str, ...] = tuple("window" if c == "setting" else c for c in COLUMNS)
-HEADERS: tuple[tuple[str, ...], ...] = (COLUMNS, LEGACY_COLUMNS)  # the headers a records file may have
+BEFORE_PROVENANCE: tuple[str, ...] = COLUMNS[:COLUMNS.index("data_fingerprint")]  # files written before them
+# the headers a records file may have
+HEADERS: tuple[tuple[str, ...], ...] = (COLUMNS, LEGACY_COLUMNS, BEFORE_PROVENANCE,
+                                        tuple("window" if c == "setting" else c for c in BEFORE_PROVENANCE))
 STATUSES = ("ok", "error", "unavailable")
 NUMERIC = ("rmse", "mae", "sse", "sae", "macro_f1", "macro_auroc", "seconds", "context_seconds", "horizon_seconds",
            "sampling_rate", "inference_seconds_per_window", "training_seconds")
@@ -335,7 +338,7 @@ def header_columns(names: list[str] | None) -> tuple[str, ...] | None:
     if not names:
         return None
     named = tuple("setting" if n == "window" else n for n in names)
-    if len(set(named)) != len(named) or set(named) not in (set(COLUMNS), set(COLUMNS) - set(PROVENANCE)):
+    if len(set(named)) != len(named) or set(named) not in (set(COLUMNS), set(BEFORE_PROVENANCE)):
         return None
     return named
 
