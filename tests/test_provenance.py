@@ -138,6 +138,20 @@ def test_a_run_into_a_folder_of_another_task_version_says_so(toy, tmp_path, caps
     assert f"{out} holds 3 forecasting rows of forecasting-v0; this run computes forecasting-v1: never pooled" in err
 
 
+def test_rows_of_other_weights_under_a_model_name_are_named_once():
+    from harness.records.configurations import with_identity
+    from harness.run.provenance import identity_changes
+
+    fields = [{"dataset": "toy", "protocol": "forecasting-v1;maxw=3;data=aaa", "model": "soter"}]
+    old = {"task": "forecasting", "dataset": "toy", "model": "soter", "protocol": "forecasting-v1;maxw=3;data=aaa",
+           "model_info": with_identity("", {"model_id": "x", "weights": "1111"})}
+    rows = {str(i): {**old, "key": str(i)} for i in range(3)}
+    lines = identity_changes("out", rows, fields, {"soter": {"model_id": "y", "weights": "2222"}}, "forecasting", 1)
+    assert lines == ["out holds rows of soter with weights 1111; this run's weights are 2222: kept apart, shown as "
+                     "two configurations"]
+    assert identity_changes("out", rows, fields, {"soter": {"model_id": "x", "weights": "1111"}}, "forecasting", 1) == []
+
+
 def test_a_run_into_its_own_folder_says_nothing(toy, tmp_path, capsys):
     out = tmp_path / "out"
     execute(_forecast(toy, out), log=lambda m: None)

@@ -18,8 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from models.random_weights import RANDOM_WEIGHTS_NOTE, random_weights_marker
 from harness.run.provenance import consumed, counted, measured
+from models.random_weights import RANDOM_WEIGHTS_NOTE, random_weights_marker
 from models.registry import ModelUnavailableError, get_spec
 from protocols.data import Dataset
 from protocols.datasets import load_dataset
