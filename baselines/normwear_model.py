@@ -144,6 +144,17 @@ class NormWear(FoundationModel):
             return MODEL_RATE
         return rate
 
+    def consumed(self, samples: int, rate: float | None) -> tuple[int, float | None]:
+        """What ``_embed`` feeds the encoder: the window resampled to :meth:`_rate_for` (``resample_poly``'s
+        length, ``ceil(samples * up / down)``)."""
+        if rate is None:
+            return samples, rate
+        target = self._rate_for(float(rate))
+        if target == rate:
+            return samples, rate
+        ratio = Fraction(target / rate).limit_denominator(1000)
+        return -(-samples * ratio.numerator // ratio.denominator), target
+
     def _embed(self, batch: SeriesBatch) -> np.ndarray:
         rates = np.round(sampling_rate(batch.timestamps), 6)
         out: np.ndarray | None = None

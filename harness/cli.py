@@ -135,6 +135,10 @@ def _parser() -> argparse.ArgumentParser:
                             "intervals, critical-difference diagram (written under OUT/statistics)")
     table.add_argument("--reference", default=None, metavar="MODEL",
                        help="with --stats: test every model against MODEL instead of each cell's best")
+    table.add_argument("--show", choices=("provenance",), default=None,
+                       help="provenance: instead of the metrics, what each model consumed per dataset and setting "
+                            "(context and horizon in samples and seconds, rate, windows scored/planned, inference "
+                            "s/window, training s; written to OUT/tables/TASK_provenance.txt and .md)")
     stress_cli.add_table_arguments(table)
     return p
 
@@ -440,6 +444,8 @@ def _table(args: argparse.Namespace) -> int:
     if args.by:
         stress_cli.publish_breakdown(frame, args.task, out, args.by, args.format)
         return 0
+    if args.show == "provenance":
+        return _show_provenance(frame, args.task, out, args.format)
     _publish(frame, args.task, out, None, None, args.format)
     if args.stats:
         _print_statistics(frame, args.task, out, args.reference)
@@ -448,6 +454,18 @@ def _table(args: argparse.Namespace) -> int:
               "and the records' error column say why", file=sys.stderr)
         return EXIT_NOTHING_SCORED
     return shard_cli.partial_table(out, args.task)  # shards: a plan with cells lacking rows is partial
+
+
+def _show_provenance(frame, task: str, out: Path, style: str) -> int:
+    """``table TASK --show provenance``: print the provenance table and write it (txt, md) under ``out/tables``."""
+    from harness.reporting.provenance_table import provenance_table
+
+    print(provenance_table(frame, task, "markdown" if style == "markdown" else "text"))
+    folder = out / "tables"
+    folder.mkdir(parents=True, exist_ok=True)
+    for fmt, ext in (("text", "txt"), ("markdown", "md")):
+        (folder / f"{task}_provenance.{ext}").write_text(provenance_table(frame, task, fmt))
+    return 0
 
 
 def _check_writable(folder: Path, flag: str) -> None:

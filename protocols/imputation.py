@@ -81,13 +81,18 @@ def missing_mask(shape: tuple[int, int, int], rate: float, warmup: int, rng: np.
     return observed
 
 
+def select_imputation_segments(dataset: Dataset, subject: str, spec: ImputationSpec) -> WindowSelection:
+    """The segments of ``subject`` the imputation rule selects (a fixed draw: the run seed varies the mask)."""
+    sampling = SamplingSpec(max_windows_per_subject=spec.max_windows_per_subject, seed=0)
+    return select_segments(dataset, subject, spec.length, spec.stride or spec.length, sampling,
+                           tag=f"imputation|{spec.length}")
+
+
 def build_task(dataset: Dataset, fold: Fold, spec: ImputationSpec, rate: float, seed: int,
                recorded: RecordedMask | None = None) -> tuple[ImputationTask, WindowSelection]:
     """The fold's segments, their mask and queries (``recorded``: a mask written by an earlier run, checked
     against the segments it was drawn for)."""
-    sampling = SamplingSpec(max_windows_per_subject=spec.max_windows_per_subject, seed=0)
-    selection = select_segments(dataset, fold.test_subject, spec.length, spec.stride or spec.length,
-                                sampling, tag=f"imputation|{spec.length}")
+    selection = select_imputation_segments(dataset, fold.test_subject, spec)
     raw, times = extract_segments(dataset, selection.windows, spec.length)
     values = fit_fold_scaler(dataset, fold).transform(raw)
     if recorded is not None:

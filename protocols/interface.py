@@ -18,7 +18,10 @@ channels into the batch for it, so the harness never special-cases a model.
 from __future__ import annotations
 
 import abc
+import functools
+import time
 from dataclasses import dataclass, field
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
@@ -207,6 +210,12 @@ class Model(abc.ABC):
         """Facts recorded beside every result (model version, weights, mode)."""
         return {"name": self.name}
 
+    def consumed(self, samples: int, rate: float | None) -> tuple[int, float | None]:
+        """(samples, sampling rate in Hz) the model actually works on when handed ``samples`` samples at ``rate``:
+        an adapter that resamples (NormWear) says so here, so that a row records what its model consumed, not
+        only what the protocol handed it. Default: what it was handed."""
+        return samples, rate
+
 
 def fill_prefix(batch: SeriesBatch) -> SeriesBatch:
     """Last-observation-carried-forward fill of unobserved points (first observation backwards)."""
@@ -235,6 +244,43 @@ def _check_context(model: Model, batch: SeriesBatch) -> None:
         raise ModelInputError(f"model {model.name!r} accepts at most {caps.max_context} context samples, got {t}")
 
 
+@dataclass
+class ModelClock:
+    """Seconds this process spent inside models' training (:func:`fit`) and inference calls (:func:`forecast`,
+    :func:`forecast_quantiles`, :func:`impute`, :func:`embed`): what a row records as its training seconds and its
+    inference seconds per window, the protocol's own work (window selection, scaling, metrics) left out."""
+
+    training: float = 0.0
+    inference: float = 0.0
+    _depth: int = 0
+
+    def reading(self) -> tuple[float, float]:
+        return self.training, self.inference
+
+
+CLOCK = ModelClock()
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _timed(kind: str) -> Callable[[_F], _F]:
+    """Add a call's seconds to :data:`CLOCK` (a call made inside another timed one is counted once)."""
+    def wrap(fn: _F) -> _F:
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if CLOCK._depth:
+                return fn(*args, **kwargs)
+            CLOCK._depth += 1
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                setattr(CLOCK, kind, getattr(CLOCK, kind) + time.perf_counter() - started)
+                CLOCK._depth -= 1
+        return timed  # type: ignore[return-value]
+    return wrap
+
+
+@_timed("training")
 def fit(model: Model, series: TrainingSeries, seed: int) -> None:
     """Train a supervised model (``capabilities.fit``) on one fold's training series for their setting."""
     if not model.capabilities.fit:
@@ -244,6 +290,7 @@ def fit(model: Model, series: TrainingSeries, seed: int) -> None:
     model._fit(series, seed)
 
 
+@_timed("inference")
 def forecast(model: Model, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
     """Forecast [B, C, H], folding channels into the batch for per-channel models."""
     query_times = check_query_times(batch, query_times)
@@ -272,6 +319,7 @@ def quantile_indices(native: tuple[float, ...] | list[float], levels: tuple[floa
     return [own.index(round(q, 6)) for q in levels]
 
 
+@_timed("inference")
 def forecast_quantiles(model: Model, batch: SeriesBatch, query_times: np.ndarray,
                        levels: tuple[float, ...] = QUANTILE_LEVELS) -> tuple[np.ndarray, np.ndarray]:
     """(point [B, C, H], quantiles [B, C, H, Q]) of a model that declares ``quantiles``."""
@@ -291,6 +339,7 @@ def forecast_quantiles(model: Model, batch: SeriesBatch, query_times: np.ndarray
     return point, quant
 
 
+@_timed("inference")
 def impute(model: Model, batch: SeriesBatch, query_time: np.ndarray) -> np.ndarray:
     """Causal imputation [B, C] at one query time per row."""
     query_time = np.asarray(query_time, dtype=np.float64).reshape(-1)
@@ -305,6 +354,7 @@ def impute(model: Model, batch: SeriesBatch, query_time: np.ndarray) -> np.ndarr
     return out
 
 
+@_timed("inference")
 def embed(model: Model, batch: SeriesBatch) -> np.ndarray:
     """Embedding [B, D]; per-channel models' channel vectors are averaged."""
     if not model.capabilities.embed:

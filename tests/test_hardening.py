@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
-from harness.records.store import COLUMNS, RecordStore, RecordStoreError, read_records, row_key
+from harness.records.store import COLUMNS, MEASURED, RecordStore, RecordStoreError, read_records, row_key
 from protocols.datasets.folder import write_folder_dataset
 from tests.conftest import make_dataset
 from tests.waiting import wait_for_lines, wait_until
@@ -23,7 +23,7 @@ from tests.waiting import wait_for_lines, wait_until
 REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "SOTER_BENCH_PLUGINS": "tests.plugin_models", "PYTHONPATH": str(REPO),
        "OMP_NUM_THREADS": "1"}
-TIMING = ["seconds", "finished_at", "code_version"]
+TIMING = ["seconds", "finished_at", "code_version", *MEASURED]  # when, by what code, and how fast
 
 
 def _row(fold="S01", status="ok", rmse=0.5, model="m"):

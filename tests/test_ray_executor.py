@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
+from harness.records.store import MEASURED
 from harness.run.runner import RunConfig, execute, resolve_device
 from harness.records.store import read_records
 from protocols.datasets.folder import write_folder_dataset
@@ -23,7 +24,7 @@ from tests.waiting import wait_for_lines
 pytestmark = pytest.mark.slow  # issue #44: Ray starts a local instance per test: .ci/run's second phase
 
 REPO = Path(__file__).resolve().parents[1]
-TIMING = ["seconds", "finished_at", "code_version"]
+TIMING = ["seconds", "finished_at", "code_version", *MEASURED]  # when, by what code, and how fast
 ENV = {**os.environ, "SOTER_BENCH_PLUGINS": "tests.plugin_models", "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from harness.registry.versions import stamped
+from harness.records.store import PROVENANCE, data_of
 from harness.run.runner import execute
 from harness.records.window_store import read_window_errors
 from tests.test_task_records_compat import FIXTURE, RUNS, _config
@@ -63,8 +64,10 @@ def test_the_paper_defaults_give_the_records_of_before(toy, tmp_path, task):
         old = {("setting" if k == "window" else k): v for k, v in before[key].items()}
         old["protocol"] = stamped(row["task"], old["protocol"])  # written before the task's version token
         row = {**row, "model_info": _without_identity(row["model_info"])}
-        differ = {c: (old[c], row[c]) for c in row if c not in VARYING and row[c] != old[c]}
+        differ = {c: (old[c], row[c]) for c in row if c not in VARYING + PROVENANCE and row[c] != old[c]}
         assert not differ, f"{task} row {key} changed: {differ}"
+        assert row["data_fingerprint"] == data_of(row["protocol"]) != ""  # provenance: added, never changing a row
+        assert row["windows_planned"] in ("", row["n_windows"])
     if task in ("forecasting", "noise"):
         golden = json.loads(GOLDEN.read_text())
         for key in now:

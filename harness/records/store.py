@@ -18,6 +18,12 @@ an incomplete one aside (``records.rejected-<time>.csv``) before it appends.
 Files written before issue #17 name the ``setting`` column ``window`` (:data:`LEGACY_COLUMNS`): only the
 name differs, so they are read as they are (the column is ``setting`` in every frame) and new rows are
 appended to them unchanged; the header is never rewritten under another run that may be reading it.
+
+Files written before the provenance columns (:data:`PROVENANCE`: what a row consumed) lack them: they are read
+with those columns empty, and a run appends to them in their own header, each new row's provenance kept in its
+``details`` (under ``provenance``) and read back into the columns, so that every frame has them whatever the
+header. Only a rewrite of the whole file (``compact``, ``replace_rows``: ``harness restamp``) writes the current
+header: an append never changes the header under another run that may be reading the file.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import csv
 import fcntl
 import io
+import json
 import math
 import os
 import re
@@ -50,14 +57,25 @@ COLUMNS: tuple[str, ...] = (
     "status", "rmse", "mae", "sse", "sae", "n_points", "macro_f1", "macro_auroc", "n_windows",
     "skipped_missing", "short_recordings", "details", "error", "seconds", "model_info", "code_version",
     "finished_at",
+    # provenance: what the row consumed (docs/records.md); files written before them lack these columns
+    "data_fingerprint", "context_samples", "horizon_samples", "context_seconds", "horizon_seconds",
+    "sampling_rate", "windows_planned", "inference_seconds_per_window", "training_seconds",
 )
+PROVENANCE: tuple[str, ...] = COLUMNS[COLUMNS.index("data_fingerprint"):]
+MEASURED: tuple[str, ...] = ("inference_seconds_per_window", "training_seconds")  # timed, not derivable afterwards
+PROVENANCE_KEY = "provenance"  # the entry of ``details`` that holds them in a file whose header lacks them
 # the header of files written before issue #17 renamed the context/horizon column: same columns, same order
 LEGACY_COLUMNS: tuple[str, ...] = tuple("window" if c == "setting" else c for c in COLUMNS)
-HEADERS: tuple[tuple[str, ...], ...] = (COLUMNS, LEGACY_COLUMNS)  # the headers a records file may have
+BEFORE_PROVENANCE: tuple[str, ...] = COLUMNS[:COLUMNS.index("data_fingerprint")]  # files written before them
+# the headers a records file may have
+HEADERS: tuple[tuple[str, ...], ...] = (COLUMNS, LEGACY_COLUMNS, BEFORE_PROVENANCE,
+                                        tuple("window" if c == "setting" else c for c in BEFORE_PROVENANCE))
 STATUSES = ("ok", "error", "unavailable")
-TIMING = ("seconds", "finished_at")  # what two computations of one cell may differ in; every other column agrees
-NUMERIC = ("rmse", "mae", "sse", "sae", "macro_f1", "macro_auroc", "seconds")
-INTEGER = ("n_points", "n_windows", "skipped_missing", "short_recordings", "seed")
+TIMING = ("seconds", "finished_at", *MEASURED)  # what two computations of one cell may differ in; the rest agree
+NUMERIC = ("rmse", "mae", "sse", "sae", "macro_f1", "macro_auroc", "seconds", "context_seconds", "horizon_seconds",
+           "sampling_rate", "inference_seconds_per_window", "training_seconds")
+INTEGER = ("n_points", "n_windows", "skipped_missing", "short_recordings", "seed", "context_samples",
+           "horizon_samples", "windows_planned")
 
 
 class RecordStoreError(RuntimeError):
@@ -120,7 +138,7 @@ class RecordStore:
         if self._offset == 0:
             self._names = _header(data, self.path)
         for row in _parse(data, self.path, self._names, header=self._offset == 0, line_base=self._lines):
-            self._rows[row["key"]] = row  # later rows supersede earlier ones
+            self._rows[row["key"]] = _complete(row)  # later rows supersede earlier ones
             if appended:
                 self._elsewhere.add(row["key"])
         self._offset += len(data)
@@ -128,7 +146,7 @@ class RecordStore:
         if tail:  # a final line without its newline
             row = _whole_row(tail, self._names)
             if row is not None:
-                self._rows[row["key"]] = row
+                self._rows[row["key"]] = _complete(row)
                 if appended:
                     self._elsewhere.add(row["key"])
                 if not self.readonly:  # finish the line: the row is kept, and the next append starts a new one
@@ -197,7 +215,9 @@ class RecordStore:
         row = into_details(row, COLUMNS)  # a task's own metrics: in details (harness.records.row_metrics)
         if row.get("status") not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {row.get('status')!r}")
-        full = {c: _fmt(row.get(c, "")) for c in COLUMNS}
+        full = {c: format_value(row.get(c, "")) for c in COLUMNS}
+        if not full["data_fingerprint"]:
+            full["data_fingerprint"] = data_of(full["protocol"])
         if not full["key"]:
             full["key"] = row_key(**{f: row[f] for f in KEY_FIELDS})
         problem = row_problem(full)
@@ -207,7 +227,7 @@ class RecordStore:
             self._read_new(fd)  # rows of other runs first, so our offset stays at the end
             if self._done_elsewhere(full):
                 return False
-            line = _csv_line([full[c] for c in self._names]).encode("utf-8")
+            line = _row_line(full, self._names).encode("utf-8")
             _write_all(fd, line, self.path)
             self._offset = os.fstat(fd).st_size
             self._lines += line.count(b"\n")
@@ -258,8 +278,11 @@ class RecordStore:
         return sum(1 for key in changes if key)
 
     def _rewrite(self, rows: list[dict[str, str]]) -> None:
-        """Write ``rows`` beside the file and move them over it (under the lock the caller holds)."""
-        text = _csv_line(self._names) + "".join(_csv_line([row.get(c, "") for c in self._names]) for row in rows)
+        """Write ``rows`` beside the file and move them over it (under the lock the caller holds), under the
+        current header: a whole rewrite is where a file written before the provenance columns gets them (every
+        reader reads the replaced file again from its start)."""
+        names = COLUMNS if set(self._names) != set(COLUMNS) else self._names
+        text = _csv_line(names) + "".join(_row_line(row, names) for row in rows)
         tmp = self.path.with_name(f".{self.path.name}.rewrite")
         tmp.write_text(text, encoding="utf-8")
         os.chmod(tmp, file_mode())
@@ -336,9 +359,60 @@ def header_columns(names: list[str] | None) -> tuple[str, ...] | None:
     if not names:
         return None
     named = tuple("setting" if n == "window" else n for n in names)
-    if len(set(named)) != len(named) or set(named) != set(COLUMNS):
+    if len(set(named)) != len(named) or set(named) not in (set(COLUMNS), set(BEFORE_PROVENANCE)):
         return None
     return named
+
+
+def data_of(protocol: str) -> str:
+    """The data fingerprint a row's ``protocol`` names (``...;data=217e7b50048d``; "" when it names none): the
+    ``data_fingerprint`` column of every row written."""
+    for part in str(protocol).split(";"):
+        if part.startswith("data="):
+            return part[len("data="):]
+    return ""
+
+
+def _complete(row: dict[str, str]) -> dict[str, str]:
+    """A row read from a file whose header lacks the provenance columns, with them: from its ``details``
+    (a row appended there by a run that knew them), else empty (a row that predates them)."""
+    if "data_fingerprint" in row:
+        return row
+    details, found = _provenance_of(row.get("details", ""))
+    return {**row, "details": details, **{c: str(found.get(c, "")) for c in PROVENANCE}}
+
+
+def _provenance_of(details: str) -> tuple[str, dict[str, object]]:
+    """(``details`` without the provenance a row kept there, that provenance) ({} when it holds none)."""
+    if f'"{PROVENANCE_KEY}"' not in details:
+        return details, {}
+    try:
+        value = json.loads(details)
+    except ValueError:
+        return details, {}
+    if not isinstance(value, dict) or not isinstance(value.get(PROVENANCE_KEY), dict):
+        return details, {}
+    found = value.pop(PROVENANCE_KEY)
+    return (json.dumps(value) if value else ""), found
+
+
+def _row_line(row: dict[str, str], names: tuple[str, ...]) -> str:
+    """A row as a CSV line of a file with columns ``names``; a header without the provenance columns keeps the
+    row's provenance in its ``details`` (read back by :func:`_complete`)."""
+    missing = {c: row[c] for c in PROVENANCE if c not in names and row.get(c, "") != ""}
+    if missing:
+        row = {**row, "details": _with_provenance(row.get("details", ""), missing)}
+    return _csv_line([row.get(c, "") for c in names])
+
+
+def _with_provenance(details: str, provenance: dict[str, str]) -> str:
+    try:
+        value = json.loads(details) if details else {}
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):  # details a task wrote as plain text: kept beside
+        value = {"text": details}
+    return json.dumps({**value, PROVENANCE_KEY: provenance})
 
 
 def _parse(data: bytes, path: Path, names: tuple[str, ...], header: bool, line_base: int) -> Iterator[dict[str, str]]:
@@ -399,7 +473,7 @@ def row_problem(values: list[str] | dict[str, str]) -> str | None:
     if row["status"] not in STATUSES:
         return f"status {row['status']!r} (expected one of {', '.join(STATUSES)})"
     for col in NUMERIC:
-        if row[col]:
+        if row.get(col):
             try:
                 value = float(row[col])
             except ValueError:
@@ -407,7 +481,7 @@ def row_problem(values: list[str] | dict[str, str]) -> str | None:
             if row["status"] == "ok" and (math.isinf(value) or (math.isnan(value) and col in FINITE_WHEN_OK)):
                 return f"an ok row with {col} {row[col]!r}: a metric that is not finite is no result"
     for col in INTEGER:
-        if row[col] and not row[col].lstrip("-").isdigit():
+        if row.get(col) and not row[col].lstrip("-").isdigit():
             return f"{col} {row[col][:40]!r} is not an integer"
     return details_problem(row) or (_ok_problem(row) if row["status"] == "ok" else None)
 
@@ -426,7 +500,8 @@ def _damaged(path: Path, line: int, problem: str) -> RecordStoreError:
                             f"{path.parent}` keeps every valid row and moves the rest aside")
 
 
-def _fmt(value: object) -> str:
+def format_value(value: object) -> str:
+    """A value as a records field: "" for None, floats exactly (``repr``)."""
     if value is None:
         return ""
     if isinstance(value, (float, np.floating)):

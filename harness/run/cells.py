@@ -18,11 +18,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from harness.run.provenance import consumed, counted, measured
 from models.random_weights import RANDOM_WEIGHTS_NOTE, random_weights_marker
 from models.registry import ModelUnavailableError, get_spec
 from protocols.data import Dataset
 from protocols.datasets import load_dataset
-from protocols.interface import Model
+from protocols.interface import CLOCK, Model
 
 WINDOW_ERRORS = "window_errors"  # a result's per-window arrays; not a record column (harness.records.window_store)
 
@@ -107,13 +108,17 @@ def run_cell(cell: Cell) -> dict[str, object]:
 
 def evaluate_cell(task, cell: Cell, dataset: Dataset) -> dict[str, object]:
     """Load the cell's model (none for the task's model-free pseudo-models), check it can take part,
-    let the task evaluate the cell, and name the model's description and device in ``model_info``."""
+    let the task evaluate the cell, add what it consumed (a scored count that differs from the plan makes it an
+    error row), and name the model's description and device in ``model_info``."""
     model = None if cell.model in task.model_free else cached_model(cell.model, cell.model_options, cell.model_id)
     if model is not None:
         reason = task.capable(model, cell)
         if reason is not None:
             return {"status": "unavailable", "error": reason}
+    before = CLOCK.reading()
     row = task.evaluate(cell, dataset, model)
+    row = {**counted(row, task.planned_windows(cell, dataset)), **measured(before, model, row),
+           **consumed(task, cell, dataset, model)}  # what the row consumed (harness.run.provenance)
     if model is not None:
         row["model_info"] = model_info(model, cell)
     return row

@@ -9,6 +9,11 @@ cell), and compares every number with the row's within the model's declared tole
 token, model revision and code digest (its numbers, times and finish stamps untouched), under the key the current
 rule gives it (the cell files beside a re-keyed row move with it). When something moved, nothing is written and the
 moved cells are listed: the change needs a version bump, and the folder a regeneration.
+
+A re-stamp also fills the provenance columns (docs/records.md) that rows written before them lack, as far as they
+derive from the cell without recomputing it (the data fingerprint, the consumed lengths and rate, the windows
+planned); the measured ones (inference and training seconds) stay empty on such rows, and the report says so. An ok
+row whose scored windows differ from the planned ones counts as moved. The rewritten file has the current header.
 """
 
 from __future__ import annotations
@@ -25,9 +30,10 @@ from typing import Any, Callable
 from harness.records.cell_files import FOLDERS
 from harness.records.configurations import parse_info, with_identity
 from harness.records.keys import row_key
-from harness.records.store import RecordStore
+from harness.records.store import MEASURED, PROVENANCE, RecordStore, data_of, format_value
 from harness.registry.versions import protocol_version, stamped, task_version
 from harness.run.cells import WINDOW_ERRORS, run_cell
+from harness.run.provenance import consumed, planned_problem
 from harness.run.runner import RunConfig, check_arguments, code_version, plan
 from harness.run.threads import single_thread_unless_set
 from models.registry import get_spec
@@ -46,6 +52,9 @@ class RestampReport:
     found: int = 0  # planned cells with a row in the folder
     verified: int = 0  # cells recomputed and compared
     moved: list[str] = field(default_factory=list)  # one line per cell whose numbers differ beyond tolerance
+    provenance: int = 0  # rows whose provenance columns the re-stamp filled (derived, not recomputed)
+    unmeasured: int = 0  # of those, rows that predate the measured ones (inference, training seconds): left empty
+    underived: list[str] = field(default_factory=list)  # models whose consumed lengths could not be derived
     restamped: int = 0
     rekeyed: int = 0
     older: int = 0  # rows of an older task version: out of date, never re-stamped
@@ -57,7 +66,19 @@ class RestampReport:
                     f"(bump the version that covers the change and regenerate the folder)")
         return (f"{self.folder}: {self.verified} of {self.found} cells verified, 0 moved; {self.restamped} rows "
                 f"re-stamped ({self.rekeyed} re-keyed){f', {self.older} rows of older versions left' if self.older else ''}"
-                f" in {self.seconds:.0f} s")
+                f" in {self.seconds:.0f} s{self._provenance_line()}")
+
+    def _provenance_line(self) -> str:
+        if not self.provenance:
+            return ""
+        line = (f"; provenance filled on {self.provenance} rows (data fingerprint, consumed lengths and rate, "
+                f"windows planned)")
+        if self.unmeasured:
+            line += (f"; inference and training seconds left empty on {self.unmeasured} rows that predate them "
+                     "(only a run measures them)")
+        if self.underived:
+            line += f"; consumed lengths left empty for {', '.join(self.underived)} (the model did not load)"
+        return line
 
 
 def restamp(config: RunConfig, sample: int | None = 2, seed: int = 0, dry_run: bool = False,
@@ -69,6 +90,7 @@ def restamp(config: RunConfig, sample: int | None = 2, seed: int = 0, dry_run: b
     single_thread_unless_set()
     out = Path(config.out)
     report = RestampReport(out)
+    _derivations.clear()  # a dataset or model may have changed since an earlier re-stamp in this process
     store = RecordStore(config.records_path)
     cells, _ = plan(config)
     report.planned = len(cells)
@@ -86,6 +108,14 @@ def restamp(config: RunConfig, sample: int | None = 2, seed: int = 0, dry_run: b
                if protocol_version(config.task, rows[k]["protocol"]) == version]
     report.older = len(found) - len(current)
     chosen = _sample(current, sample, seed)
+    for cell, fields, key in current:  # a count that differs from the plan is a moved cell (the row is no result)
+        planned = _derived(config, cell, report).get("windows_planned")
+        scored = rows[key]["n_windows"]
+        problem = planned_problem({"status": rows[key]["status"], "n_windows": int(scored) if scored else None},
+                                  planned if isinstance(planned, int) else None)
+        if problem:
+            report.moved.append(f"{fields['model']} {fields['dataset']} {fields['fold']} {fields['setting']} "
+                                f"{fields['condition']} seed {fields['seed']}: {problem}")
     with tempfile.TemporaryDirectory(prefix="restamp-") as cache:
         for cell, fields, key in chosen:
             result = run_cell(replace(cell, cache_dir=cache))
@@ -99,13 +129,17 @@ def restamp(config: RunConfig, sample: int | None = 2, seed: int = 0, dry_run: b
                 f"{fields['condition']}: {'MOVED ' + problem if problem else 'same'}")
     if not report.moved and not dry_run:
         changes = {}
+        identities: dict[str, dict[str, Any]] = {}  # model -> its code digest and revision now
         for cell, fields, key in current:
             row = rows[key]
             identity = dict(parse_info(row["model_info"]).get("identity") or {})
-            now = _identity_now(config, cell.model)
+            if cell.model not in identities:
+                identities[cell.model] = _identity_now(config, cell.model)
+            now = identities[cell.model]
             identity.update(code=now["code"], revision=now["revision"])
             new = {**row, "protocol": stamped(config.task, row["protocol"], version), "key": str(fields["key"]),
-                   "model_info": with_identity(row["model_info"], identity), "code_version": code_version()}
+                   "model_info": with_identity(row["model_info"], identity), "code_version": code_version(),
+                   **_provenance(config, cell, row, report)}
             if new["key"] != key:
                 _move_cell_files(out, key, new["key"])
                 report.rekeyed += 1
@@ -115,17 +149,51 @@ def restamp(config: RunConfig, sample: int | None = 2, seed: int = 0, dry_run: b
     return report
 
 
-_identities: dict[tuple[str, str], dict[str, Any]] = {}
-
-
 def _identity_now(config: RunConfig, model: str) -> dict[str, Any]:
     """The code digest and revision the model's rows of this task would record now."""
     from harness.records.code_identity import row_code
 
-    if (config.task, model) not in _identities:
-        revision = 1 if model in config.task_object.model_free else get_spec(model).revision
-        _identities[(config.task, model)] = {"code": row_code(model, config.task), "revision": revision}
-    return _identities[(config.task, model)]
+    revision = 1 if model in config.task_object.model_free else get_spec(model).revision
+    return {"code": row_code(model, config.task), "revision": revision}
+
+
+def _provenance(config: RunConfig, cell: Any, row: dict[str, str], report: RestampReport) -> dict[str, str]:
+    """The provenance columns a row lacks that can be derived without recomputing it: the data fingerprint (its
+    protocol's), the consumed lengths and rate (the cell, the dataset, the model's ``consumed``), the windows
+    planned (the task's selection). The measured ones (inference, training seconds) stay as they are: empty on a
+    row that predates them."""
+    missing = [c for c in PROVENANCE if not row.get(c) and c not in MEASURED]
+    if not missing:
+        return {}
+    derived = {"data_fingerprint": data_of(row["protocol"]), **_derived(config, cell, report)}
+    filled = {c: format_value(derived.get(c)) for c in missing}
+    report.provenance += 1
+    report.unmeasured += not any(row.get(c) for c in MEASURED)
+    return filled
+
+
+_derivations: dict[Any, dict[str, object]] = {}
+
+
+def _derived(config: RunConfig, cell: Any, report: RestampReport) -> dict[str, object]:
+    """The consumed lengths and rate and the windows planned of a cell (each computed once)."""
+    if cell not in _derivations:
+        from harness.run.cells import cached_dataset, cached_model
+
+        task = config.task_object
+        dataset = cached_dataset(cell.dataset, cell.data_root)
+        out: dict[str, object] = {"windows_planned": task.planned_windows(cell, dataset)}
+        model = None
+        if cell.model not in task.model_free:
+            try:
+                model = cached_model(cell.model, cell.model_options, cell.model_id)
+            except Exception:  # a model that does not load here: its lengths stay empty, and the line says so
+                if cell.model not in report.underived:
+                    report.underived.append(cell.model)
+                _derivations[cell] = out
+                return out
+        _derivations[cell] = {**out, **consumed(task, cell, dataset, model)}
+    return _derivations[cell]
 
 
 def _new_key(row: dict[str, str]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -457,6 +458,7 @@ def _execute(config: RunConfig, executor, log) -> RunSummary:
     if config.executor == "ray":
         log(f"[ray] cells run as Ray tasks on {executor.cluster_cpus} CPU(s) and {executor.cluster_gpus} GPU(s)")
     store = RecordStore(config.records_path)
+    _say_identity_changes(config, store, cells, summary)
     if config.rerun:  # derived files too: a rerun never builds on what an earlier run cached
         from harness.run.embeddings import clear_embeddings
 
@@ -558,6 +560,17 @@ def row_is_current(row: Mapping[str, str] | None, task: str, version: int, revis
     if row is None or row["status"] != "ok":
         return False
     return protocol_version(task, row["protocol"]) == version and recorded_revision(row["model_info"]) == revision
+
+
+def _say_identity_changes(config: RunConfig, store: RecordStore, cells: list[tuple[Cell, dict[str, object]]],
+                          summary: RunSummary) -> None:
+    """One line on stderr per identity the folder's rows hold that differs from this run's
+    (``harness.run.provenance.identity_changes``)."""
+    from harness.run.provenance import identity_changes
+
+    for line in identity_changes(Path(config.out), store.rows(), [f for _, f in cells], summary.identities,
+                                 config.task, task_version(config.task_object)):
+        print(line, file=sys.stderr)
 
 
 def _write_result(store: RecordStore, row: dict[str, object]) -> None:

@@ -20,7 +20,7 @@ from typing import Iterable, Mapping, Sequence
 
 from harness.records.cell_files import FOLDERS as CELL_FOLDERS
 from harness.records.dataset_sources import SOURCES_FILE
-from harness.records.store import COLUMNS, TIMING, RecordStore  # noqa: F401 (TIMING: re-exported)
+from harness.records.store import COLUMNS, MEASURED, TIMING, RecordStore  # noqa: F401 (TIMING: re-exported)
 from harness.records.window_store import FOLDER as WINDOW_FOLDER
 from harness.run.executor import LOST_WORKER
 from protocols.specs import SpecError

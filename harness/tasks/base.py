@@ -75,6 +75,23 @@ class Task:
         the pseudo-models of :attr:`model_free`.  Raise for failures: the cell records the error."""
         raise NotImplementedError
 
+    def consumed_lengths(self, cell: Cell) -> tuple[int | None, int | None]:
+        """(context, horizon) in samples that the protocol hands a model in ``cell``, before any resampling of the
+        model's (``Model.consumed``): a setting's context and horizon, a segment length with no horizon
+        (imputation, classification); (None, None) for a point that names neither."""
+        point = cell.point
+        if hasattr(point, "context") and hasattr(point, "horizon"):
+            return int(point.context), int(point.horizon)
+        if isinstance(point, (int, np.integer)) and not isinstance(point, bool):
+            return int(point), None
+        return None, None
+
+    def planned_windows(self, cell: Cell, dataset: Dataset) -> int | None:
+        """How many windows the protocol selected for scoring in ``cell``, counted apart from scoring them: a row
+        whose ``n_windows`` differs scored another number than planned and is no result. None: the task does not
+        count them (its rows are not checked)."""
+        return None
+
     def ok_row_problem(self, row: Mapping[str, str]) -> str | None:
         """Why an ok row of this task (a records line: every value a string, "" when empty) is no result (None:
         it is one): each of its :attr:`metrics` and :attr:`ok_fields` must be present and a finite number (a

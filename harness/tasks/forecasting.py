@@ -10,6 +10,7 @@ from harness.tasks.base import ErrorTask, cells_frame, paper_cell
 from harness.tasks.forecasting_base import ForecastingWindows
 from protocols.forecasting import evaluate_forecasting
 from protocols.splits import get_fold
+from protocols.windows import select_windows
 
 
 SETTING_TABLES = {"48/24": "tab:e-win24", "72/36": "tab:e-win36", "96/48": "tab:e-win48", "128/64": "tab:e-win64"}
@@ -17,6 +18,11 @@ MAIN_RESULTS = "tab:main_results"  # the paper's main table: the mean over its f
 MAIN_CONDITION = "mean over 4 windows"  # the condition as the paper's transcription names it (results/paper/)
 CAPTION_BODY = "RMSE and MAE in normalised space, x100, mean ± std over settings (folds pooled)."
 CAPTION = f"Zero-shot forecasting: {CAPTION_BODY}"  # a table of zero-shot rows only
+
+
+def planned_forecast_windows(cell, dataset, sampling) -> int:
+    """The windows of the cell's setting that the rule selects for its test subject (``select_windows``)."""
+    return len(select_windows(dataset, get_fold(dataset, cell.fold).test_subject, cell.point, sampling).windows)
 
 
 class Forecasting(ForecastingWindows, ErrorTask):
@@ -30,6 +36,9 @@ class Forecasting(ForecastingWindows, ErrorTask):
     def evaluate(self, cell, dataset, model):
         fold = get_fold(dataset, cell.fold)
         return self.error_row(cell, evaluate_forecasting(model, dataset, fold, cell.point, cell.spec))
+
+    def planned_windows(self, cell, dataset):
+        return planned_forecast_windows(cell, dataset, cell.spec.sampling)
 
     def table(self, frame, models=None, datasets=None, caption: str | None = None):
         """The forecasting table: RMSE and MAE per dataset, mean ± std over settings (folds pooled), captioned

@@ -7,7 +7,7 @@ import numpy as np
 from harness.registry.options import (MASK_OPTIONS, MAX_WINDOWS_PER_SUBJECT, MISSING_RATES_OPTION, SEGMENT_LENGTH, given,
                                       mask_of, windows_per_subject)
 from harness.tasks.base import ErrorTask, cells_frame, details, paper_cell
-from protocols.imputation import evaluate_imputation
+from protocols.imputation import evaluate_imputation, select_imputation_segments
 from protocols.specs import MISSING_RATES, ImputationSpec, RUN_SEEDS
 from protocols.splits import get_fold
 
@@ -54,6 +54,9 @@ class Imputation(ErrorTask):
         if not cell.spec.mask.is_paper:  # the paper's rows keep their details byte for byte
             facts["missing_share"] = round(out.missing_share, 6)
         return self.error_row(cell, out, {"details": details(**facts)}, nothing_scored=self._nothing_missing(cell, out))
+
+    def planned_windows(self, cell, dataset):
+        return len(select_imputation_segments(dataset, get_fold(dataset, cell.fold).test_subject, cell.spec).windows)
 
     @staticmethod
     def _nothing_missing(cell, out) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from harness.registry.options import ARTEFACT, ARTEFACT_PLACEMENT, MAINS_HZ, NOISE_LEVELS_OPTION, artefact_of
 from harness.tasks.forecasting_base import WINDOW_OPTIONS, ForecastingVariant
+from harness.tasks.forecasting import planned_forecast_windows
 from protocols.artefacts import ArtefactUnavailable
 from protocols.noise import evaluate_noise
 from protocols.specs import NoiseSpec
@@ -44,6 +45,9 @@ class Noise(ForecastingVariant):
         except ArtefactUnavailable as exc:  # mains above this dataset's Nyquist frequency
             return {"status": "unavailable", "error": str(exc)}
         return self.error_row(cell, out)
+
+    def planned_windows(self, cell, dataset):
+        return planned_forecast_windows(cell, dataset, cell.spec.forecasting().sampling)
 
 
 TASK = Noise()  # registered by harness.tasks
