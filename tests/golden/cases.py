@@ -52,6 +52,7 @@ TASK_CASES: dict[str, TaskCase] = {
                       dict(settings=FORECAST, levels=(0.0, 0.1), max_windows_per_subject=4)),
     "classification": TaskCase(dict(models=("stat-features", "random", "soter"), seeds=(0,)),
                                dict(budgets=(0.5, 1.0), segment_length=32)),
+    # physiology without SOTER: its 10 s contexts at 100 Hz cost minutes of CPU, not seconds
     "physiology": TaskCase(dict(models=("last-value", "seasonal-naive", "locf")),
                            dict(rates=(0.25,), max_windows_per_subject=2, physio_context=10.0, physio_horizon=20.0,
                                 physio_segment=20.0), physio),
