@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
-from harness import shard_cli, stress_cli
+from harness.commands import shards, stress
 from harness.run.executor import EXECUTORS
 from harness.registry.tasks import all_options, all_tasks
 from harness.run.shards import parse_shard
@@ -105,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
                           "this --out; `merge` joins the parts (docs/cluster.md)")
     _add_task_options(run.add_argument_group("task options (each names the tasks that read it; a flag the task "
                                               "does not read is an error)"))
-    shard_cli.add_parsers(sub, run)  # plan (run's own flags) and merge
+    shards.add_parsers(sub, run)  # plan (run's own flags) and merge
 
     lst = sub.add_parser("list", help="list datasets, models and tasks")
     lst.add_argument("what", nargs="?", choices=("datasets", "models", "tasks", "all"), default="all")
@@ -113,13 +113,13 @@ def _parser() -> argparse.ArgumentParser:
                      help="with `models`: the pre-training overlap matrix, every model on DATASET ('all': every "
                           "evaluation dataset), with the reasons (the same as `data overlap`)")
 
-    from harness import data_cli
+    from harness.commands import data
 
-    data_cli.add_parser(sub)
+    data.add_parser(sub)
     from harness.external import cli as external_cli
 
     external_cli.add_parsers(sub)  # windows export, score: forecasts made outside the harness (docs/external.md)
-    stress_cli.add_parsers(sub)
+    stress.add_parsers(sub)
 
     ex = sub.add_parser("examples", help="plot one forecasting window with every model's forecast (PNG, PDF, CSV)")
     ex.add_argument("--dataset", default=None, metavar="NAME|PATH", help="default: the embedded cohort")
@@ -154,7 +154,7 @@ def _parser() -> argparse.ArgumentParser:
                             "intervals, critical-difference diagram (written under OUT/statistics)")
     table.add_argument("--reference", default=None, metavar="MODEL",
                        help="with --stats: test every model against MODEL instead of each cell's best")
-    stress_cli.add_table_arguments(table)
+    stress.add_table_arguments(table)
     return p
 
 
@@ -197,10 +197,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "run":
             return _run(args)
         if args.command == "plan":
-            return shard_cli.run_plan(args, _config(args))
+            return shards.run_plan(args, _config(args))
         if args.command == "merge":
             _output_folder(args.out, "OUT")
-            return shard_cli.run_merge(args, lambda frame, task, out: _publish(frame, task, out, None, None))
+            return shards.run_merge(args, lambda frame, task, out: _publish(frame, task, out, None, None))
         if args.command == "list":
             if args.overlap is not None:
                 if args.what != "models":
@@ -211,9 +211,9 @@ def _dispatch(args: argparse.Namespace) -> int:
                 return 0
             return _list(args.what)
         if args.command == "data":
-            from harness import data_cli
+            from harness.commands import data
 
-            return data_cli.run(args)
+            return data.run(args)
         if args.command in ("windows", "score"):
             from harness.external import cli as external_cli
 
@@ -221,7 +221,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "examples":
             return _examples(args)
         if args.command == "artefacts":
-            return stress_cli.run_artefacts(args)
+            return stress.run_artefacts(args)
         if args.command == "report":
             from harness.reporting.report import write_report
 
@@ -267,7 +267,7 @@ def _output_folder(path: Path, flag: str, create: bool = True) -> None:
 
 
 def _examples(args: argparse.Namespace) -> int:
-    from harness.examples import forecast_example, plot_example
+    from harness.commands.examples import forecast_example, plot_example
     from models.registry import get_spec
     from harness.run.runner import default_datasets
     from protocols.datasets import load_dataset
@@ -449,7 +449,7 @@ def _table(args: argparse.Namespace) -> int:
         raise SpecError(f"{out} is read-only: `table` writes its tables there; for archived results use "
                         f"`python -m harness report --results {out} --out ANOTHER_FOLDER`")
     if args.by:
-        stress_cli.publish_breakdown(frame, args.task, out, args.by, args.format)
+        stress.publish_breakdown(frame, args.task, out, args.by, args.format)
         return 0
     _publish(frame, args.task, out, None, None, args.format)
     if args.stats:
@@ -458,7 +458,7 @@ def _table(args: argparse.Namespace) -> int:
         print(f"error: nothing was scored: none of the {len(rows)} {args.task} rows finished ok; the table's notes "
               "and the records' error column say why", file=sys.stderr)
         return EXIT_NOTHING_SCORED
-    return shard_cli.partial_table(out, args.task)  # shards: a plan with cells lacking rows is partial
+    return shards.partial_table(out, args.task)  # shards: a plan with cells lacking rows is partial
 
 
 def _check_writable(folder: Path, flag: str) -> None:
