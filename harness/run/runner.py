@@ -25,8 +25,7 @@ from protocols.data import dataset_fingerprint
 from protocols.datasets import all_datasets, check_dataset, is_path_like, load_dataset, resolve_data_root
 from protocols.specs import SpecError
 
-DEFAULT_OUT = Path("results/runs/default")
-RECORDS_FILE = "records.csv"
+from harness.run.names import DEFAULT_OUT, RECORDS_FILE  # where a run writes (re-exported)
 
 
 @dataclass(frozen=True)
