@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -179,6 +181,8 @@ def resolve_device(text: str, cluster_gpus: int | None = None) -> str:
         if text == "auto":
             return "cpu"
         raise SpecError(f"--device {text}: torch is not installed")
+    if text == "auto" and "torch" not in sys.modules and not gpu_device_files():
+        return "cpu"  # torch would see no GPU: not imported to ask (most of the CPU of a run of light models)
     import torch
 
     available = torch.cuda.is_available()
@@ -190,6 +194,15 @@ def resolve_device(text: str, cluster_gpus: int | None = None) -> str:
     if index >= torch.cuda.device_count():
         raise SpecError(f"--device {text}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     return text
+
+
+GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")  # NVIDIA, ROCm, WSL's GPU
+
+
+def gpu_device_files() -> bool:
+    """Whether this machine may have a GPU torch can use: outside Linux always (no cheap way to tell), on Linux
+    when a GPU driver's device file exists (a container with a GPU has them too)."""
+    return not sys.platform.startswith("linux") or any(os.path.exists(p) for p in GPU_DEVICE_FILES)
 
 
 # options the harness passes itself, and the flag that sets each
