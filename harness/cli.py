@@ -11,6 +11,7 @@ from harness.commands import data, examples, listing, shards, stress, tables
 from harness.commands import run as run_cmd
 from harness.commands.publish import EXIT_NOTHING_SCORED, output_folder, publish
 from harness.external import cli as external_cli
+from protocols.words import did_you_mean
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_NOTHING_SCORED", "EXIT_TERMINATED", "main"]
 
@@ -39,12 +40,25 @@ def _install_stop_handlers() -> dict[int, object]:
     return previous
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with usage errors of one line: the problem, the closest choice to a misspelt one, and
+    where the usage is, instead of the whole usage (36 lines for `run`) above the problem."""
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        if action.choices is not None and value not in action.choices:
+            raise argparse.ArgumentError(action, f"invalid choice {value!r}{did_you_mean(str(value), action.choices)}; "
+                                                 f"choose from {', '.join(map(str, action.choices))}")
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"error: {message} (`{self.prog} --help` shows the usage)\n")
+
+
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command; with ``command`` (the one argv names, or "" for none), the flags that need the
     task and model registries are added for that command only, so that ``--help``, ``list`` and the other
     commands start without loading them. None: every command's every flag."""
     complete = command is None or command in REGISTRY_COMMANDS
-    p = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    p = _Parser(prog="python -m harness", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a task and record every result")

@@ -67,6 +67,7 @@ def test_help_loads_neither_registry_nor_numpy():
 
 
 USAGE_ERRORS = {  # issue #51: each comes back before torch and the adapters are imported
+    "misspelt task": (["run", "forecastin"], "(did you mean 'forecasting'?)"),
     "unknown model": (["run", "forecasting", "--models", "soter", "nope"], "unknown model 'nope'"),
     "missing folder": (["run", "forecasting", "--dataset", "/nonexistent/dataset-folder"], "does not exist"),
     "folder without manifest": (["run", "forecasting", "--dataset", "{tmp}"], "no manifest"),

@@ -10,6 +10,9 @@ def add_arguments(lst: argparse.ArgumentParser) -> None:
     lst.add_argument("--overlap", nargs="+", default=None, metavar="DATASET",
                      help="with `models`: the pre-training overlap matrix, every model on DATASET ('all': every "
                           "evaluation dataset), with the reasons (the same as `data overlap`)")
+    lst.add_argument("--long", action="store_true",
+                     help="every model in full: licence, description, capabilities and tasks, pre-training data, what "
+                          "it needs to run (default: one line each)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -21,10 +24,13 @@ def run(args: argparse.Namespace) -> int:
 
         print(matrix_text(None, None if args.overlap == ["all"] else args.overlap))
         return 0
-    return _list(args.what)
+    return _list(args.what, args.long)
 
 
-def _list(what: str) -> int:
+WIDTH = 120  # a model's line in the short listing: name, status, family, the description cut to fit
+
+
+def _list(what: str, long: bool = False) -> int:
     from harness.registry.tasks import all_tasks
     from models.pretraining import data_line
     from models.registry import FAMILY_LABELS, all_specs
@@ -38,6 +44,10 @@ def _list(what: str) -> int:
         print("Models (status: ready | needs weights | needs package | needs environment | needs flag | needs code):")
         for name, spec in sorted(all_specs().items()):
             status, reason = spec.status()
+            if not long:
+                label = f"{spec.default_label()} " if spec.default_label() else ""
+                print(_short_line(f"  {name:<22} {status:<17} {spec.family:<12} {label}{spec.description}"))
+                continue
             print(f"  {name:<22} {status:<17} {spec.family:<12} licence: {spec.licence}"
                   f"{'  ' + spec.default_label() if spec.default_label() else ''}")
             print(f"  {'':<22} {spec.description}")
@@ -47,6 +57,9 @@ def _list(what: str) -> int:
             print(f"  {'':<22} pre-training data: {data_line(name)}")
             if reason:
                 print(f"  {'':<22} to run it: {reason}")
+        if not long:
+            print("  (`list models --long`: each model's licence, capabilities, tasks, pre-training data and what it "
+                  "needs to run)")
     if what in ("tasks", "all"):
         print("Tasks:")
         for name, task in all_tasks().items():
@@ -54,6 +67,11 @@ def _list(what: str) -> int:
             if task.options:
                 print(f"  {'':<22} options: {' '.join(o.flag for o in task.options)}")
     return 0
+
+
+def _short_line(line: str) -> str:
+    """``line`` cut to :data:`WIDTH` characters, the cut marked."""
+    return line if len(line) <= WIDTH else line[:WIDTH - 3].rstrip() + "..."
 
 
 def _capabilities(spec) -> str:

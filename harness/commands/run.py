@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.commands.publish import EXIT_NOTHING_SCORED, output_folder, print_statistics, publish, read_only, stat_tasks
+from harness.commands.publish import (
+    EXIT_NOTHING_SCORED, output_folder, print_statistics, publish, read_only, stat_tasks,
+)
 from harness.run.names import DEFAULT_OUT, EXECUTORS, RECORDS_FILE
 from protocols.specs import SpecError
 
