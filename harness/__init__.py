@@ -3,5 +3,6 @@
 Sub-packages by concern (docs/layout.md): ``registry`` (the floor: task registry, options, metric
 columns), ``records`` (store, keys, configurations, per-window and cell files), ``run`` (runner, cells,
 executors, embedding cache), ``reporting`` (tables, figures, statistics, the report), ``tasks``,
-``external`` (export and scoring of forecasts made elsewhere), and the commands at the top.
+``external`` (export and scoring of forecasts made elsewhere), ``commands``, and the entry points at the top
+(``cli``: ``python -m harness``; ``selection``: ``python -m harness.selection``).
 """

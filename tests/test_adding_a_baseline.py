@@ -42,7 +42,7 @@ def test_the_supervised_example_passes_the_contract_kit_and_is_listed_as_supervi
     spec = get_spec("last-lags")
     check_forecast_contract(spec)  # trains it on a toy fold, then probe_fit
     assert spec.supervised and not spec.is_default_for("forecasting")
-    assert main(["list", "models"]) == 0
+    assert main(["list", "models", "--long"]) == 0
     out = capsys.readouterr().out.splitlines()
     at = next(i for i, x in enumerate(out) if x.split()[:1] == ["last-lags"])
     assert out[at].split()[1:3] == ["ready", "supervised"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import data_cli
+from harness.commands import data as data_cli
 from protocols.data import DatasetError
 from protocols.datasets import load_dataset
 from protocols.npe import dataset_npe

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import data_cli
+from harness.commands import data as data_cli
 from protocols.datasets.check import check_dataset
 from protocols.datasets.download import DownloadError, check, download
 

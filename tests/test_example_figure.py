@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from harness.examples import coinciding_forecasts, plot_example
+from harness.commands.examples import coinciding_forecasts, plot_example
 
 
 def _frame(channels=("ECG", "PPG")) -> pd.DataFrame:

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from harness.cli import main
-from harness.examples import forecast_example
+from harness.commands.examples import forecast_example
 from protocols.datasets.folder import write_folder_dataset
 from protocols.specs import Setting
 from tests.conftest import make_dataset

@@ -269,7 +269,7 @@ def test_harness_list_shows_status_capabilities_and_licence(capsys, monkeypatch,
     from harness.cli import main
 
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
-    assert main(["list", "models"]) == 0
+    assert main(["list", "models", "--long"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
     tirex = next(i for i, line in enumerate(lines) if line.split()[:1] == ["tirex"])

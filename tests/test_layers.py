@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -217,3 +220,17 @@ def test_the_builtin_models_come_from_this_distributions_entry_points():
 
     assert {ep.name: ep.value for ep in builtin_entry_points()} == {
         "baselines": "baselines", "soter": "models.soter.registration"}
+
+
+def test_the_harness_top_level_holds_its_entry_points_only():
+    """The commands live in ``harness.commands``: the top of ``harness`` keeps the package's own files and the two
+    documented entry points (``python -m harness``'s parser, ``python -m harness.selection``)."""
+    top = {p.name for p in (REPO / "harness").glob("*.py")}
+    assert top == {"__init__.py", "__main__.py", "cli.py", "selection.py"}
+
+
+@pytest.mark.parametrize("module", ["harness", "harness.selection"])
+def test_the_documented_module_entry_points_start(module):
+    proc = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0 and proc.stdout.startswith(f"usage: python -m {module}"), proc.stderr[-1000:]

@@ -31,11 +31,52 @@ def test_every_misspelt_model_is_named_with_its_closest_name(capsys, tmp_path):
     assert "'last-vlaue' (did you mean 'last-value'?)" in err
 
 
-def test_the_model_list_offered_holds_only_models_that_can_do_the_task(capsys, tmp_path):
+def test_an_unknown_model_is_one_short_line_naming_where_every_model_is_listed(capsys, tmp_path):
     err = _err(capsys, "run", "forecasting", "--models", "no-such-model", "--out", str(tmp_path / "o"))
-    offered = err.split("models for forecasting:")[1]
-    assert "last-value" in offered and "soter" in offered
-    assert "stat-features" not in offered and "locf" not in offered  # classification / imputation only
+    assert err == "error: --models: unknown model 'no-such-model'; `python -m harness list models` lists every model"
+    err = _err(capsys, "run", "forecasting", "--models", "stat-featurs", "--out", str(tmp_path / "o"))
+    assert "did you mean 'stat-features'?" in err and len(err) < 160
+
+
+def _usage_error(capsys, *argv: str) -> str:
+    """argparse's errors: exit 2 with one line (not the usage above it)."""
+    with pytest.raises(SystemExit) as exit_:
+        main(list(argv))
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and len(err.splitlines()) == 1 and err.startswith("error: "), err
+    return err
+
+
+def test_a_misspelt_task_is_one_line_with_its_closest_name(capsys):
+    err = _usage_error(capsys, "run", "forecastin")
+    assert "invalid choice 'forecastin' (did you mean 'forecasting'?)" in err and "choose from forecasting," in err
+    assert "`python -m harness run --help` shows the usage" in err
+
+
+def test_a_misspelt_choice_of_a_flag_and_a_command_are_one_line(capsys):
+    assert "'headd' (did you mean 'head'?)" in _usage_error(capsys, "run", "forecasting", "--adapt", "headd")
+    assert "'rnu' (did you mean 'run'?)" in _usage_error(capsys, "rnu", "forecasting")
+    assert "'downlod' (did you mean 'download'?)" in _usage_error(capsys, "data", "downlod", "mitbih")
+
+
+def test_a_task_export_does_not_take_names_those_it_does(capsys):
+    err = _usage_error(capsys, "windows", "export", "classification")
+    assert "invalid choice 'classification'; choose from forecasting, noise, imputation" in err
+    assert "did you mean" not in err  # nothing close: no guess
+
+
+def test_list_models_gives_one_line_per_model_and_long_every_detail(capsys):
+    from models.registry import all_specs
+
+    assert main(["list", "models"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line for line in lines if line.split()[:1] and line.split()[0] in all_specs()]
+    assert len(rows) == len(all_specs()) and all(len(line) <= 120 for line in lines)
+    assert next(r for r in rows if r.split()[0] == "last-value").split()[1:3] == ["ready", "baseline"]
+    assert "--long" in lines[-1]
+    assert main(["list", "models", "--long"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("pre-training data: ") == len(all_specs()) and "licence: " in out
 
 
 def test_a_misspelt_dataset_option_names_the_valid_one(capsys, tmp_path):

@@ -217,7 +217,7 @@ def test_leaderboard_column_and_list_models_line():
 def test_list_models_prints_one_pretraining_line_per_model(capsys):
     from harness.cli import main
 
-    assert main(["list", "models"]) == 0
+    assert main(["list", "models", "--long"]) == 0
     out = capsys.readouterr().out
     assert out.count("pre-training data: ") == len(all_specs())
     assert "pre-training data: none: computed from each window's context [baselines/naive.py" in out
@@ -239,7 +239,7 @@ def test_list_models_says_what_the_overlap_registry_says_for_every_registered_mo
     says the model may have seen are those the marks flag (an adapted NAME@MODE once printed "unknown")."""
     from harness.cli import main
 
-    assert main(["list", "models"]) == 0
+    assert main(["list", "models", "--long"]) == 0  # the pre-training lines: one per model with --long
     listed = _listed_data(capsys.readouterr().out)
     assert set(listed) == set(all_specs())
     reg = registry()
@@ -343,7 +343,7 @@ def test_a_broken_registry_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys)
     bad = tmp_path / "r.toml"
     bad.write_text(REGISTRY_FILE.read_text().replace("schema = 1", "schema = 1\nextra = 2"))
     monkeypatch.setattr(pretraining, "registry", lambda: read_registry(bad, CHECKPOINTS))
-    assert main(["list", "models"]) == 2
+    assert main(["list", "models", "--long"]) == 2  # the listing that shows the pre-training data
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "r.toml: expected schema = 1" in err
 

@@ -18,7 +18,7 @@ from harness.cli import main
 from harness.records.store import COLUMNS
 from harness.run import costs
 from harness.run.shards import TIMING, parse_shard, partition
-from harness.shard_cli import EXIT_PARTIAL
+from harness.commands.shards import EXIT_PARTIAL
 from protocols.specs import SpecError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -50,7 +50,24 @@ def test_help_and_list_import_no_heavy_library(argv):
     assert _heavy_imported_by(argv) == []
 
 
+def test_help_loads_neither_registry_nor_numpy():
+    """`--help` lists the commands: the task and model registries (and NumPy, which they import) load only for
+    the commands whose flags name tasks (run, plan, table)."""
+    code = """
+        import contextlib, io, json, sys
+        from harness.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            try:
+                main(["--help"])
+            except SystemExit:
+                pass
+        print(json.dumps(sorted(m for m in sys.modules if m in ("numpy", "harness.registry.tasks", "models.registry"))))
+    """
+    assert json.loads(_run_python(code)) == []
+
+
 USAGE_ERRORS = {  # issue #51: each comes back before torch and the adapters are imported
+    "misspelt task": (["run", "forecastin"], "(did you mean 'forecasting'?)"),
     "unknown model": (["run", "forecasting", "--models", "soter", "nope"], "unknown model 'nope'"),
     "missing folder": (["run", "forecasting", "--dataset", "/nonexistent/dataset-folder"], "does not exist"),
     "folder without manifest": (["run", "forecasting", "--dataset", "{tmp}"], "no manifest"),

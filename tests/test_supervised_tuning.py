@@ -14,7 +14,8 @@ import pytest
 
 from baselines.supervised_tuning import TuningBudget, grid_search, lookbacks, split_by_subject, validation_windows
 from baselines.testing import TINY_TRAINING
-from harness.cli import _config, _parser
+from harness.cli import _parser
+from harness.commands.run import run_config as _config
 from protocols.specs import SpecError
 from harness.records.keys import row_key
 from harness.run.cells import Cell, model_info

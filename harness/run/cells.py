@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.run.provenance import consumed, counted, measured
+from harness.run.threads import limit_loaded_torch
 from models.random_weights import RANDOM_WEIGHTS_NOTE, random_weights_marker
 from models.registry import ModelUnavailableError, get_spec
 from protocols.data import Dataset
@@ -85,7 +86,9 @@ _LOAD_FAILURES: dict[tuple[str, tuple[tuple[str, Any], ...], str], Exception] = 
 
 @lru_cache(maxsize=2)
 def _loaded_model(name: str, options: tuple[tuple[str, Any], ...], model_id: str = "") -> Model:
-    return get_spec(name).load(**dict(options))
+    model = get_spec(name).load(**dict(options))
+    limit_loaded_torch()  # the run's one thread, for a torch this model imported (harness.run.threads)
+    return model
 
 
 def run_cell(cell: Cell) -> dict[str, object]:

@@ -15,6 +15,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator, Protocol, TypeVar
 
 from harness.run.inflight import top_up
+from harness.run.names import EXECUTORS
 from harness.run.stopping import raise_if_stopped
 
 LOST_WORKER = "the worker running this cell was lost"  # how the row of a cell whose worker died begins
@@ -131,9 +132,6 @@ class ProcessExecutor:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-EXECUTORS = ("local", "ray", "submitit")
 
 
 def make_executor(jobs: int, kind: str = "local", address: str | None = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -28,8 +29,7 @@ from protocols.data import dataset_fingerprint
 from protocols.datasets import all_datasets, check_dataset, is_path_like, load_dataset, resolve_data_root
 from protocols.specs import SpecError
 
-DEFAULT_OUT = Path("results/runs/default")
-RECORDS_FILE = "records.csv"
+from harness.run.names import DEFAULT_OUT, RECORDS_FILE  # where a run writes (re-exported)
 
 
 @dataclass(frozen=True)
@@ -183,6 +183,8 @@ def resolve_device(text: str, cluster_gpus: int | None = None) -> str:
         if text == "auto":
             return "cpu"
         raise SpecError(f"--device {text}: torch is not installed")
+    if text == "auto" and "torch" not in sys.modules and not gpu_device_files():
+        return "cpu"  # torch would see no GPU: not imported to ask (most of the CPU of a run of light models)
     import torch
 
     available = torch.cuda.is_available()
@@ -194,6 +196,15 @@ def resolve_device(text: str, cluster_gpus: int | None = None) -> str:
     if index >= torch.cuda.device_count():
         raise SpecError(f"--device {text}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     return text
+
+
+GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")  # NVIDIA, ROCm, WSL's GPU
+
+
+def gpu_device_files() -> bool:
+    """Whether this machine may have a GPU torch can use: outside Linux always (no cheap way to tell), on Linux
+    when a GPU driver's device file exists (a container with a GPU has them too)."""
+    return not sys.platform.startswith("linux") or any(os.path.exists(p) for p in GPU_DEVICE_FILES)
 
 
 # options the harness passes itself, and the flag that sets each

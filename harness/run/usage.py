@@ -37,7 +37,5 @@ def check_models(task: str, names: Iterable[str], model_free: Iterable[str] = ()
     if unable:
         what = "; ".join(f"{n} does {', '.join(t) or 'no task'}" for n, t in unable)
         problems.append(f"{'these models cannot' if len(unable) > 1 else 'this model cannot'} do {task} ({what})")
-    if problems:
-        offered = f"models for {task}" if declared else "known models"
-        raise SpecError(f"--models: {'; '.join(problems)}; {offered}: {', '.join(choices)} "
-                        "(`python -m harness list models` describes them)")
+    if problems:  # one short line: the names offered are in `list models`, not here (they were 800 characters)
+        raise SpecError(f"--models: {'; '.join(problems)}; `python -m harness list models` lists every model")

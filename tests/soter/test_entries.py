@@ -48,7 +48,7 @@ def test_a_checkpoint_folder_is_an_entry_without_code(tmp_path):
     registry is read once per process)."""
     folder = _checkpoint_copy(tmp_path, "soter-mine")
     env = {**os.environ, EXTRA_ROOTS_ENV: str(folder.parent)}
-    out = subprocess.run([sys.executable, "-m", "harness", "list", "models"], cwd=ROOT, env=env,
+    out = subprocess.run([sys.executable, "-m", "harness", "list", "models", "--long"], cwd=ROOT, env=env,
                          capture_output=True, text=True, check=True).stdout
     line = next(line for line in out.splitlines() if line.strip().startswith("soter-mine "))
     assert "ready" in line

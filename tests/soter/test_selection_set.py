@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.selection import NAIVE, best_naive
+from harness.commands.selection import NAIVE, best_naive
 from models.soter.training import selection_set
 from models.soter.training.selection_set import HELD_OUT, SETS, SelectionSetError, fingerprint, load_set
 

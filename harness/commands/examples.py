@@ -8,22 +8,70 @@ arrays are saved beside the figure (tidy CSV), so the figure can be redrawn or c
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+from harness.commands.run import parse_weights
+from harness.run.names import DEFAULT_OUT
+from protocols.specs import Setting
 
-from harness.reporting.figures import EXACT, model_index, model_style, pyplot, save_png_pdf
-from models.registry import get_spec
-from protocols.data import Dataset
-from protocols.forecasting import fit_for_fold, fold_windows, predict_windows
-from protocols.specs import ForecastingSpec, SamplingSpec, Setting
-from protocols.splits import loso_folds
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from protocols.data import Dataset
+
+
+def add_arguments(ex: argparse.ArgumentParser) -> None:
+    ex.add_argument("--dataset", default=None, metavar="NAME|PATH", help="default: the embedded cohort")
+    ex.add_argument("--data-root", type=Path, default=None, help="folder holding downloaded datasets")
+    ex.add_argument("--models", nargs="+", default=[], metavar="NAME", help="default: the forecasting defaults")
+    ex.add_argument("--setting", default="128/64", metavar="C/H",
+                    help="the context/horizon setting of the window (default: %(default)s)")
+    ex.add_argument("--channels", nargs="+", default=None, metavar="NAME",
+                    help="keep these channels only (one channel gives a single-channel example)")
+    ex.add_argument("--seed", type=int, default=0, help="window-selection seed")
+    ex.add_argument("--weights", nargs="+", default=[], metavar="MODEL=DIR")
+    ex.add_argument("--out", type=Path, default=DEFAULT_OUT / "figures")
+
+
+def run(args: argparse.Namespace) -> int:
+    """`python -m harness examples`: the figure and its CSV for the models that can run (the others: one line why)."""
+    from harness.run.runner import default_datasets, default_models
+    from models.registry import get_spec
+    from protocols.datasets import load_dataset
+
+    name = args.dataset or default_datasets()[0]
+    dataset = load_dataset(name, data_root=args.data_root)
+    if args.channels:
+        dataset = dataset.select_channels(tuple(args.channels))
+    models = list(args.models) or list(default_models("forecasting"))
+    options = {m: {"weights": d} for m, d in parse_weights(args.weights)}
+    unavailable = [m for m in models if get_spec(m).unavailable_reason(**options.get(m, {}))]
+    for m in unavailable:
+        print(f"skipped {m}: {get_spec(m).unavailable_reason(**options.get(m, {}))}", file=sys.stderr)
+    setting = Setting.parse(args.setting)
+    frame = forecast_example(dataset, [m for m in models if m not in unavailable], setting, args.seed, options)
+    safe = "".join(ch if ch.isalnum() or ch in "-._" else "_" for ch in Path(name).name)  # e.g. mitbih:blocks=6
+    stem = "-".join(["forecast-example", safe, f"{setting.context}x{setting.horizon}",
+                     *(["_".join(args.channels)] if args.channels else [])])
+    for f in plot_example(frame, args.out / stem):
+        print(f)
+    return 0
 
 
 def forecast_example(dataset: Dataset, models: list[str], setting: Setting, seed: int = 0,
                      options: dict[str, dict] | None = None) -> pd.DataFrame:
     """Tidy rows (series = context | truth | <model>, channel, time, value) for one window of ``setting``."""
+    import pandas as pd
+
+    from models.registry import get_spec
+    from protocols.forecasting import fit_for_fold, fold_windows, predict_windows
+    from protocols.specs import ForecastingSpec, SamplingSpec
+    from protocols.splits import loso_folds
+
     fold = loso_folds(dataset)[0]
     spec = ForecastingSpec(settings=(setting,), sampling=SamplingSpec(max_windows_per_subject=1, seed=seed))
     arrays, _ = fold_windows(dataset, fold, setting, spec)
@@ -56,6 +104,10 @@ def forecast_example(dataset: Dataset, models: list[str], setting: Setting, seed
 def coinciding_forecasts(frame: pd.DataFrame) -> list[str]:
     """"CHANNEL: a = b" for models whose forecasts agree at every point (last value and a flat AutoTheta
     forecast do): drawn on top of each other, only a note tells the reader."""
+    import numpy as np
+
+    from harness.reporting.figures import EXACT
+
     notes = []
     models = [s for s in dict.fromkeys(frame["series"]) if s not in ("context", "truth")]
     for channel, part in frame.groupby("channel", sort=False):
@@ -76,6 +128,8 @@ def plot_example(frame: pd.DataFrame, path: Path) -> list[Path]:
     """One panel per channel: context and truth in black, a line per model over the horizon, each model
     with the marker and dashes of the report's figures (so coinciding lines stay visible), the legend
     beside the panels (never over the signal) and a note naming forecasts that coincide."""
+    from harness.reporting.figures import model_index, model_style, pyplot, save_png_pdf
+
     plt = pyplot()
     channels = list(dict.fromkeys(frame["channel"]))
     fig, axes = plt.subplots(len(channels), 1, figsize=(8, 2.2 * max(len(channels), 1.4)), sharex=True,
