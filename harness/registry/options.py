@@ -169,6 +169,12 @@ def artefact_of(options: Any) -> ArtefactSpec:
     return ArtefactSpec(**given(kind=options.artefact, mains_hz=options.mains_hz, placement=options.artefact_placement))
 
 
+def segment_options(options: Any) -> dict[str, int]:
+    """--max-windows-per-subject and --segment-length, where given (else the spec's defaults): the segment tasks'
+    (imputation, classification and its heads) shared options."""
+    return given(max_windows_per_subject=options.max_windows_per_subject, length=options.segment_length)
+
+
 # -- a task's options ----------------------------------------------------------------------------------
 @lru_cache(maxsize=None)
 def options_type(task_name: str, options: tuple[Option, ...]) -> type:

@@ -8,9 +8,9 @@ import json
 import numpy as np
 
 from harness.registry.metrics import MACRO_AUROC, MACRO_F1
-from harness.registry.options import LABEL_BUDGETS_OPTION, MAX_WINDOWS_PER_SUBJECT, SEGMENT_LENGTH, given
+from harness.registry.options import (LABEL_BUDGETS_OPTION, MAX_WINDOWS_PER_SUBJECT, SEGMENT_LENGTH, given,
+                                      segment_options)
 from harness.tasks.base import Task, add_cell_files, cells_frame, details, paper_cell
-from harness.tasks.imputation import segment_options
 from protocols.classification import (RANDOM_BASELINE, check_classifiable, evaluate_classification,
                                       labelled_segments)
 from protocols.specs import RUN_SEEDS, ClassificationSpec

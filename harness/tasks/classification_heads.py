@@ -8,13 +8,11 @@ from dataclasses import replace
 
 from harness.registry.metrics import MACRO_AUROC, MACRO_F1
 from harness.registry.options import (HEADS_OPTION, LABEL_BUDGETS_OPTION, MAX_WINDOWS_PER_SUBJECT, SEGMENT_LENGTH,
-                                      given)
+                                      given, segment_options)
 from harness.tasks.base import Task, add_cell_files, details
 from harness.tasks.classification import _notes
-from harness.tasks.imputation import segment_options
-from protocols.classification import check_classifiable, labelled_segments
-from protocols.classification_heads import (HeadsSpec, checked, condition, evaluate_heads, head_of, head_seed,
-                                            linear_fit, mlp_fit)
+from protocols.classification import check_classifiable, evaluate_classification, labelled_segments, linear_probe
+from protocols.classification_heads import HeadsSpec, condition, head_of, head_seed, mlp_head
 from protocols.specs import RUN_SEEDS
 
 
@@ -68,11 +66,8 @@ class ClassificationHeads(Task):
             fit_of = _finetune(model, dataset, segments, spec, seed_of)
         else:
             embeddings = embeddings_of(cell, dataset, model, segments, spec)
-
-            def fit_of(fold):
-                x = checked(embeddings(fold), n, fold)
-                return linear_fit(x, spec) if head == "linear" else mlp_fit(x, spec, seed_of)
-        out = evaluate_heads(dataset, spec, cell.level, cell.seed, fit_of)
+            fit_of = linear_probe(embeddings, n, spec) if head == "linear" else mlp_head(embeddings, n, spec, seed_of)
+        out = evaluate_classification(dataset, spec, cell.level, cell.seed, None, head=fit_of)
         row = {"status": "ok", "macro_f1": out.macro_f1, "macro_auroc": out.macro_auroc,
                "n_windows": out.n_windows, "details": details(notes=list(out.notes)), "model_info": ""}
         add_cell_files(row, predictions=out.predictions)
@@ -119,7 +114,7 @@ def _finetune(model, dataset, segments, spec: HeadsSpec, seed_of):
     def fit_of(fold):
         values = fit_fold_scaler(dataset, fold).transform(raw)
 
-        def fit(fold, train, test, y, n_classes):
+        def fit(train, test, y, n_classes):
             return finetune_predict(model, values, times, train, test, y, n_classes, spec.finetune_steps,
                                     spec.finetune_lr, seed_of(fold))
         return fit

@@ -5,16 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from harness.registry.options import (MASK_OPTIONS, MAX_WINDOWS_PER_SUBJECT, MISSING_RATES_OPTION, SEGMENT_LENGTH, given,
-                                      mask_of)
+                                      mask_of, segment_options)
 from harness.tasks.base import ErrorTask, cells_frame, details, paper_cell
 from protocols.imputation import evaluate_imputation
 from protocols.specs import MISSING_RATES, ImputationSpec, RUN_SEEDS
 from protocols.splits import get_fold
-
-
-def segment_options(options) -> dict[str, int]:
-    """--max-windows-per-subject and --segment-length, where given (else the spec's defaults)."""
-    return given(max_windows_per_subject=options.max_windows_per_subject, length=options.segment_length)
 
 
 class Imputation(ErrorTask):
