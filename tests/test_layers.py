@@ -217,3 +217,15 @@ def test_the_builtin_models_come_from_this_distributions_entry_points():
 
     assert {ep.name: ep.value for ep in builtin_entry_points()} == {
         "baselines": "baselines", "soter": "models.soter.registration"}
+
+
+@pytest.mark.parametrize("importer, imported", [
+    ("models.soter", "protocols.datasets.download"),  # checking a checkpoint's SHA256SUMS: protocols.digests
+    ("harness.tasks.classification", "harness.tasks.imputation"),  # segment_options: harness.registry.options
+    ("harness.tasks.classification_heads", "harness.tasks.classification"),  # the table notes: harness.tasks.base
+])
+def test_no_import_ties_a_module_to_code_it_does_not_run(importer, imported):
+    """A row's code is its modules' import closure (``harness.records.code_identity``): a helper taken from an
+    unrelated module would tie every SOTER row to the downloader, or one task's rows to another task."""
+    chains = _graph().find_shortest_chains(importer=importer, imported=imported, as_packages=True)
+    assert not chains, "\n".join(" -> ".join(c) for c in sorted(chains))

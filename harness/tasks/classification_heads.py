@@ -9,8 +9,7 @@ from dataclasses import replace
 from harness.registry.metrics import MACRO_AUROC, MACRO_F1
 from harness.registry.options import (HEADS_OPTION, LABEL_BUDGETS_OPTION, MAX_WINDOWS_PER_SUBJECT, SEGMENT_LENGTH,
                                       given, segment_options)
-from harness.tasks.base import Task, add_cell_files, details
-from harness.tasks.classification import _notes
+from harness.tasks.base import Task, add_cell_files, details, details_notes
 from protocols.classification import check_classifiable, evaluate_classification, labelled_segments, linear_probe
 from protocols.classification_heads import HeadsSpec, condition, head_of, head_seed, mlp_head
 from protocols.specs import RUN_SEEDS
@@ -98,7 +97,7 @@ class ClassificationHeads(Task):
             caption = (f"Classification heads ({budget.split('=')[-1]} of the training labels): Macro-F1 and "
                        "Macro-AUROC x100 on pooled LOSO predictions, mean ± std over seeds; linear is the paper's probe.")
             table = metric_table(rows, self.name, budget, self.metrics, None, datasets, caption)
-            notes = tuple(sorted({n for d in rows["details"] if isinstance(d, str) and d for n in _notes(d)}))
+            notes = details_notes(rows["details"])
             out.append((f"{self.name}_{file_stem(budget)}", replace(table, notes=table.notes + notes)))
         return out
 
