@@ -226,7 +226,9 @@ def evaluate_classification(
     segments = labelled_segments(dataset, spec, seed)
     if segments.labels.size == 0:
         raise DatasetError(f"dataset {dataset.name!r}: no label-pure segment of {spec.length} samples")
-    if head is None and embeddings is not None:
+    if head is not None and embeddings is not None:
+        raise ValueError("evaluate_classification: embeddings (the paper's probe) or a head, not both")
+    if embeddings is not None:
         head = linear_probe(embeddings, segments.labels.size, spec)
     n_classes = len(dataset.label_names or ())
     pooled = PooledPredictions()

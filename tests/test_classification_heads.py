@@ -91,6 +91,15 @@ def test_linear_cell_equals_the_classification_tasks_cell(tmp_path):
     assert (mlp["macro_f1"], mlp["macro_auroc"]) != (paper["macro_f1"], paper["macro_auroc"])
 
 
+def test_embeddings_and_a_head_together_are_refused():
+    """The paper's probe reads the embeddings, a head brings its own: given both, one would be silently unused."""
+    ds = _dataset()
+    segments = cls.labelled_segments(ds, SPEC, 0)
+    with pytest.raises(ValueError, match="not both"):
+        cls.evaluate_classification(ds, SPEC, 0.25, 0, lambda fold: _features(ds, segments, fold),
+                                    head=_fit_of(ds, 0, "mlp"))
+
+
 def test_mlp_head_repeats_under_a_seed_and_differs_from_linear():
     ds = _dataset()
     a, again = (_evaluate(ds, 0.25, 0, _fit_of(ds, 0, "mlp")) for _ in range(2))
