@@ -22,8 +22,8 @@ import numpy as np
 
 from protocols import interface
 from protocols.data import Dataset
-from protocols.forecasting import fit_for_fold, fold_windows
-from protocols.interface import Model, SeriesBatch
+from protocols.forecasting import _predict, fit_for_fold, fold_windows
+from protocols.interface import Model
 from protocols.specs import ForecastingSpec, Setting
 from protocols.splits import Fold
 from protocols.windows import WindowArrays
@@ -129,25 +129,14 @@ class CalibrationOutcome:
     refused: str = ""  # why the model did not give CALIBRATION_LEVELS (its own error), "" when it did
 
 
-def predict_quantiles(model: Model, arrays: WindowArrays, batch_size: int,
-                      levels: tuple[float, ...]) -> np.ndarray:
-    """Quantile forecasts [N, C, H, Q] of every window at ``levels``; the model sees the context only."""
-    out = []
-    for a in range(0, arrays.context.shape[0], batch_size):
-        b = a + batch_size
-        batch = SeriesBatch(arrays.context[a:b], arrays.context_times[a:b])
-        out.append(interface.forecast_quantiles(model, batch, arrays.target_times[a:b], levels)[1])
-    return np.concatenate(out) if out else np.zeros((*arrays.target.shape, len(levels)))
-
-
 def model_quantiles(model: Model, arrays: WindowArrays, batch_size: int) -> tuple[np.ndarray, tuple[float, ...], str]:
     """(quantiles, their levels, why the wider set was refused): :data:`CALIBRATION_LEVELS` when the model gives
     them, else the deciles every quantile model gives (its refusal kept, in its words)."""
     try:
-        return predict_quantiles(model, arrays, batch_size, CALIBRATION_LEVELS), CALIBRATION_LEVELS, ""
+        return _predict(model, arrays, batch_size, CALIBRATION_LEVELS)[1], CALIBRATION_LEVELS, ""
     except ValueError as exc:  # interface.quantile_indices: levels the model does not forecast
         levels = tuple(interface.QUANTILE_LEVELS)
-        return predict_quantiles(model, arrays, batch_size, levels), levels, str(exc)
+        return _predict(model, arrays, batch_size, levels)[1], levels, str(exc)
 
 
 def evaluate_calibration(model: Model, dataset: Dataset, fold: Fold, setting: Setting,

@@ -135,6 +135,37 @@ def probe_fold(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, n_c
     return probe.predict(x_test), proba
 
 
+# One fold's head: (training rows of the budget subset, test rows, the training rows' labels, number of classes)
+# -> (predicted labels [n_test], class probabilities [n_test, n_classes]); rows index labelled_segments' segments.
+HeadFit = Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+# A head: its fitter for a fold, asked once in every fold that has a test segment, before the budget is drawn.
+Head = Callable[[Fold], HeadFit]
+# A head on frozen embeddings: (fold, training rows' embeddings, their labels, test embeddings, number of classes).
+EmbeddingFit = Callable[[Fold, np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+
+
+def checked(x: np.ndarray, n: int, fold: Fold) -> np.ndarray:
+    """A fold's embeddings, refused when their shape or values are wrong (a probe on them would mislead)."""
+    if x.shape[0] != n or not np.all(np.isfinite(x)):
+        raise RuntimeError(f"embeddings for fold {fold.test_subject} have shape {x.shape} "
+                           f"or non-finite values; expected {n} rows")
+    return x
+
+
+def embedding_head(embeddings: Callable[[Fold], np.ndarray], n: int, fit: EmbeddingFit) -> Head:
+    """The head ``fit`` on ``embeddings(fold)`` [n, D] of every segment, checked in every fold."""
+    def per_fold(fold: Fold) -> HeadFit:
+        x = checked(embeddings(fold), n, fold)
+        return lambda train, test, y, n_classes: fit(fold, x[train], y, x[test], n_classes)
+    return per_fold
+
+
+def linear_probe(embeddings: Callable[[Fold], np.ndarray], n: int, spec: ClassificationSpec) -> Head:
+    """The paper's head: ``probe_fold`` on the fold's embeddings."""
+    return embedding_head(embeddings, n, lambda fold, x_train, y, x_test, n_classes: probe_fold(
+        x_train, y, x_test, n_classes, spec.probe_max_iter))
+
+
 def random_fold(n_test: int, classes: np.ndarray, n_classes: int, rng: np.random.Generator):
     labels = rng.choice(classes, n_test)
     return labels, np.full((n_test, n_classes), 1.0 / n_classes)
@@ -185,45 +216,48 @@ class SegmentPredictions:
 
 def evaluate_classification(
     dataset: Dataset, spec: ClassificationSpec, budget: float, seed: int,
-    embeddings: Callable[[Fold], np.ndarray] | None,
+    embeddings: Callable[[Fold], np.ndarray] | None, head: Head | None = None,
 ) -> ClassificationOutcome:
     """One (dataset, model, budget, seed) result; ``embeddings(fold)`` gives [N, D] for every
     segment of ``labelled_segments(dataset, spec, seed)`` under that fold's normalisation (the
-    seed draws the segments, so the embeddings belong to this seed); None = random baseline."""
+    seed draws the segments, so the embeddings belong to this seed) for the paper's linear probe;
+    ``head`` trains another head in its place (``protocols.classification_heads``) on the same
+    segments, folds and budget subsets; neither = random baseline."""
     segments = labelled_segments(dataset, spec, seed)
     if segments.labels.size == 0:
         raise DatasetError(f"dataset {dataset.name!r}: no label-pure segment of {spec.length} samples")
+    if head is not None and embeddings is not None:
+        raise ValueError("evaluate_classification: embeddings (the paper's probe) or a head, not both")
+    if embeddings is not None:
+        head = linear_probe(embeddings, segments.labels.size, spec)
     n_classes = len(dataset.label_names or ())
     pooled = PooledPredictions()
     for fold in loso_folds(dataset):
         test = segments.subjects == fold.test_subject
-        train = ~test
         if not test.any():
             pooled.notes.append(f"fold {fold.test_subject}: no labelled test segment")
             continue
         rng = fold_seed(seed, dataset.content_id, fold.test_subject, budget)
-        y_train = segments.labels[train]
-        if embeddings is None:
-            y_pred, proba = random_fold(int(test.sum()), np.unique(segments.labels), n_classes, rng)
+        train_rows = np.flatnonzero(~test)
+        y_train = segments.labels[train_rows]
+        n_test = int(test.sum())
+        if head is None:
+            y_pred, proba = random_fold(n_test, np.unique(segments.labels), n_classes, rng)
         else:
-            x = embeddings(fold)
-            if x.shape[0] != segments.labels.size or not np.all(np.isfinite(x)):
-                raise RuntimeError(f"embeddings for fold {fold.test_subject} have shape {x.shape} "
-                                   f"or non-finite values; expected {segments.labels.size} rows")
+            fit = head(fold)  # every fold's embeddings are checked, also where one class is left
             subset = budget_subset(y_train, budget, rng)
             classes = np.unique(y_train[subset])
             if classes.size < 2:
                 pooled.notes.append(f"fold {fold.test_subject}: one class in the training subset, "
                                     "probe predicts it")
-                y_pred = np.full(int(test.sum()), classes[0])
-                proba = np.zeros((int(test.sum()), n_classes))
+                y_pred = np.full(n_test, classes[0])
+                proba = np.zeros((n_test, n_classes))
                 proba[:, classes[0]] = 1.0
             else:
-                y_pred, proba = probe_fold(x[train][subset], y_train[subset], x[test], n_classes,
-                                           spec.probe_max_iter)
+                y_pred, proba = fit(train_rows[subset], np.flatnonzero(test), y_train[subset], n_classes)
         pooled.y_true.append(segments.labels[test])
         pooled.subjects.append(segments.subjects[test])
-        pooled.y_pred.append(y_pred)
+        pooled.y_pred.append(np.asarray(y_pred))
         pooled.proba.append(proba)
     y_true = np.concatenate(pooled.y_true)
     y_pred = np.concatenate(pooled.y_pred)

@@ -62,27 +62,28 @@ def fit_for_fold(model: Model, dataset: Dataset, fold: Fold, setting: Setting, s
 
 def predict_windows(model: Model, arrays: WindowArrays, batch_size: int) -> np.ndarray:
     """Forecast every window; the model sees the context only (never the target)."""
-    return _predict(model, arrays, batch_size, quantiles=False)[0]
+    return _predict(model, arrays, batch_size)[0]
 
 
 def _predict(model: Model, arrays: WindowArrays, batch_size: int,
-             quantiles: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """Point forecasts [N, C, H] and, when asked, quantiles [N, C, H, Q] at ``QUANTILE_LEVELS``."""
+             levels: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """Point forecasts [N, C, H] and, when ``levels`` are given, quantiles [N, C, H, Q] at them (None: points only),
+    in batches of ``batch_size`` windows; the model sees the context only."""
     points, quants = [], []
     for a in range(0, arrays.context.shape[0], batch_size):
         b = a + batch_size
         batch = SeriesBatch(arrays.context[a:b], arrays.context_times[a:b])
-        if quantiles:
-            point, quant = interface.forecast_quantiles(model, batch, arrays.target_times[a:b])
+        if levels is not None:
+            point, quant = interface.forecast_quantiles(model, batch, arrays.target_times[a:b], levels)
             quants.append(quant)
         else:
             point = interface.forecast(model, batch, arrays.target_times[a:b])
         points.append(point)
     c, h = arrays.context.shape[1], arrays.target.shape[2]
     point = np.concatenate(points) if points else np.zeros((0, c, h))
-    if not quantiles:
+    if levels is None:
         return point, None
-    return point, np.concatenate(quants) if quants else np.zeros((0, c, h, len(interface.QUANTILE_LEVELS)))
+    return point, np.concatenate(quants) if quants else np.zeros((0, c, h, len(levels)))
 
 
 def evaluate_forecasting(
@@ -96,7 +97,8 @@ def evaluate_forecasting(
     clean_context = arrays.context  # MASE's scale: the in-sample error on the data, not on the noise added
     if corrupt_context is not None:
         arrays = dataclasses.replace(arrays, context=corrupt_context(arrays.context))
-    prediction, quantiles = _predict(model, arrays, spec.batch_size, quantiles=model.capabilities.quantiles)
+    levels = interface.QUANTILE_LEVELS if model.capabilities.quantiles else None
+    prediction, quantiles = _predict(model, arrays, spec.batch_size, levels)
     errors = error_sums(prediction, arrays.target)
     per_window = None
     if errors.n and np.isfinite(errors.sse) and np.isfinite(errors.sae):  # else an error row: no statistics

@@ -1,4 +1,5 @@
-"""Issue #49 item 3: classification heads beside the paper's linear probe (protocols.classification_heads).
+"""Issue #49 item 3: classification heads beside the paper's linear probe (protocols.classification_heads), each
+trained in the paper's loop (protocols.classification.evaluate_classification(..., head=...)).
 
 The linear head is the paper's probe bit for bit; the MLP and the fine-tuned SOTER encoder train on the budget's
 training-subject rows only (swapping the test subject's labels leaves its predictions unchanged), repeat under
@@ -42,12 +43,16 @@ def _features(ds, segments, fold):
 def _fit_of(ds, seed, head):
     segments = cls.labelled_segments(ds, SPEC, seed)
 
-    def fit_of(fold):
-        x = heads.checked(_features(ds, segments, fold), segments.labels.size, fold)
-        if head == "linear":
-            return heads.linear_fit(x, SPEC)
-        return heads.mlp_fit(x, SPEC, lambda f: heads.head_seed(seed, ds.content_id, f.test_subject, head, 0.25))
-    return fit_of
+    def embeddings(fold):
+        return _features(ds, segments, fold)
+    if head == "linear":
+        return cls.linear_probe(embeddings, segments.labels.size, SPEC)
+    return heads.mlp_head(embeddings, segments.labels.size, SPEC,
+                          lambda f: heads.head_seed(seed, ds.content_id, f.test_subject, head, 0.25))
+
+
+def _evaluate(ds, budget, seed, head):
+    return cls.evaluate_classification(ds, SPEC, budget, seed, None, head=head)
 
 
 def _swapped(ds, subject):
@@ -64,7 +69,7 @@ def test_linear_head_gives_the_papers_numbers_bit_for_bit(budget, seed):
     ds = _dataset()
     segments = cls.labelled_segments(ds, PAPER, seed)
     paper = cls.evaluate_classification(ds, PAPER, budget, seed, lambda fold: _features(ds, segments, fold))
-    ours = heads.evaluate_heads(ds, SPEC, budget, seed, _fit_of(ds, seed, "linear"))
+    ours = _evaluate(ds, budget, seed, _fit_of(ds, seed, "linear"))
     assert (ours.macro_f1, ours.macro_auroc, ours.n_windows, ours.notes) == \
         (paper.macro_f1, paper.macro_auroc, paper.n_windows, paper.notes)
     for name, value in paper.predictions.arrays().items():
@@ -86,10 +91,19 @@ def test_linear_cell_equals_the_classification_tasks_cell(tmp_path):
     assert (mlp["macro_f1"], mlp["macro_auroc"]) != (paper["macro_f1"], paper["macro_auroc"])
 
 
+def test_embeddings_and_a_head_together_are_refused():
+    """The paper's probe reads the embeddings, a head brings its own: given both, one would be silently unused."""
+    ds = _dataset()
+    segments = cls.labelled_segments(ds, SPEC, 0)
+    with pytest.raises(ValueError, match="not both"):
+        cls.evaluate_classification(ds, SPEC, 0.25, 0, lambda fold: _features(ds, segments, fold),
+                                    head=_fit_of(ds, 0, "mlp"))
+
+
 def test_mlp_head_repeats_under_a_seed_and_differs_from_linear():
     ds = _dataset()
-    a, again = (heads.evaluate_heads(ds, SPEC, 0.25, 0, _fit_of(ds, 0, "mlp")) for _ in range(2))
-    linear = heads.evaluate_heads(ds, SPEC, 0.25, 0, _fit_of(ds, 0, "linear"))
+    a, again = (_evaluate(ds, 0.25, 0, _fit_of(ds, 0, "mlp")) for _ in range(2))
+    linear = _evaluate(ds, 0.25, 0, _fit_of(ds, 0, "linear"))
     assert (a.macro_f1, a.macro_auroc) == (again.macro_f1, again.macro_auroc)
     np.testing.assert_array_equal(a.predictions.y_pred, again.predictions.y_pred)
     assert a.macro_auroc != linear.macro_auroc
@@ -108,15 +122,15 @@ def test_a_head_never_sees_the_test_subjects_labels(head):
         def outer(fold):
             inner = fit_of(fold)
 
-            def fit(fold, train, test, y, n_classes):
+            def fit(train, test, y, n_classes):
                 segs = cls.labelled_segments(data, SPEC, 0)
                 seen.append((fold.test_subject, set(segs.subjects[train])))
-                return inner(fold, train, test, y, n_classes)
+                return inner(train, test, y, n_classes)
             return fit
         return outer
 
-    a = heads.evaluate_heads(ds, SPEC, 0.25, 0, spying(ds))
-    b = heads.evaluate_heads(swapped, SPEC, 0.25, 0, spying(swapped))
+    a = _evaluate(ds, 0.25, 0, spying(ds))
+    b = _evaluate(swapped, 0.25, 0, spying(swapped))
     assert seen and all(test not in train for test, train in seen)
     rows = a.predictions.subject == subject
     assert rows.any()
@@ -148,7 +162,7 @@ def _finetune_fit_of(adapter, ds, seed, calls=None):
     def fit_of(fold):
         values = fit_fold_scaler(ds, fold).transform(raw)
 
-        def fit(fold, train, test, y, n_classes):
+        def fit(train, test, y, n_classes):
             if calls is not None:
                 calls.append((fold.test_subject, set(segments.subjects[train])))
             return finetune_predict(adapter, values, times, train, test, y, n_classes, SPEC.finetune_steps,
@@ -165,22 +179,22 @@ def test_finetune_repeats_never_sees_the_test_subject_and_reloads_the_weights():
     adapter = _tiny()
     before = {k: v.clone() for k, v in adapter.model.state_dict().items()}
     calls = []
-    a = heads.evaluate_heads(ds, SPEC, 0.25, 0, _finetune_fit_of(adapter, ds, 0, calls))
+    a = _evaluate(ds, 0.25, 0, _finetune_fit_of(adapter, ds, 0, calls))
     assert all(torch.equal(before[k], v) for k, v in adapter.model.state_dict().items())  # the loaded weights stay
-    again = heads.evaluate_heads(ds, SPEC, 0.25, 0, _finetune_fit_of(adapter, ds, 0))
+    again = _evaluate(ds, 0.25, 0, _finetune_fit_of(adapter, ds, 0))
     assert (a.macro_f1, a.macro_auroc) == (again.macro_f1, again.macro_auroc)
     assert calls and all(test not in train for test, train in calls)
     # each fold starts from the loaded weights: the last fold alone gives what it gave after the others
     last = loso_folds(ds)[-1].test_subject
-    alone = heads.evaluate_heads(ds, SPEC, 0.25, 0, lambda fold: (
+    alone = _evaluate(ds, 0.25, 0, lambda fold: (
         _finetune_fit_of(adapter, ds, 0)(fold) if fold.test_subject == last else
-        (lambda f, train, test, y, n: (np.full(test.size, y[0]), np.eye(2)[np.full(test.size, y[0])]))))
+        (lambda train, test, y, n: (np.full(test.size, y[0]), np.eye(2)[np.full(test.size, y[0])]))))
     rows = a.predictions.subject == last
     np.testing.assert_array_equal(alone.predictions.y_pred[alone.predictions.subject == last],
                                   a.predictions.y_pred[rows])
     # and the test subject's labels do not reach it
     swapped = _swapped(ds, last)
-    b = heads.evaluate_heads(swapped, SPEC, 0.25, 0, _finetune_fit_of(adapter, swapped, 0))
+    b = _evaluate(swapped, 0.25, 0, _finetune_fit_of(adapter, swapped, 0))
     np.testing.assert_array_equal(a.predictions.y_pred[rows], b.predictions.y_pred[rows])
 
 

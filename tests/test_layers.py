@@ -234,3 +234,15 @@ def test_the_documented_module_entry_points_start(module):
     proc = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0 and proc.stdout.startswith(f"usage: python -m {module}"), proc.stderr[-1000:]
+
+
+@pytest.mark.parametrize("importer, imported", [
+    ("models.soter", "protocols.datasets.download"),  # checking a checkpoint's SHA256SUMS: protocols.digests
+    ("harness.tasks.classification", "harness.tasks.imputation"),  # segment_options: harness.registry.options
+    ("harness.tasks.classification_heads", "harness.tasks.classification"),  # the table notes: harness.tasks.base
+])
+def test_no_import_ties_a_module_to_code_it_does_not_run(importer, imported):
+    """A helper taken from an unrelated module ties code together that has nothing in common: every SOTER checkpoint
+    load to the downloader, one task to another (and each row's recorded code digest to files it never runs)."""
+    chains = _graph().find_shortest_chains(importer=importer, imported=imported, as_packages=True)
+    assert not chains, "\n".join(" -> ".join(c) for c in sorted(chains))

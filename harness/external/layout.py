@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from harness.external.npz_reader import NpzError, read_npz
-from protocols.datasets.download import sha256 as file_digest  # a file's SHA-256, read in blocks
+from protocols.digests import file_digest
 
 FORMAT = "soter-bench-windows"
 VERSION = 1

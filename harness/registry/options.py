@@ -179,6 +179,12 @@ def artefact_of(options: Any) -> ArtefactSpec:
     return ArtefactSpec(**given(kind=options.artefact, mains_hz=options.mains_hz, placement=options.artefact_placement))
 
 
+def segment_options(task: str, options: Any) -> dict[str, int]:
+    """--max-windows-per-subject (given, else the task's default) and --segment-length (given, else the spec's): the
+    segment tasks' (imputation, classification and its heads) shared options."""
+    return {**windows_per_subject(task, options), **given(length=options.segment_length)}
+
+
 # -- a task's options ----------------------------------------------------------------------------------
 @lru_cache(maxsize=None)
 def options_type(task_name: str, options: tuple[Option, ...]) -> type:

@@ -262,3 +262,16 @@ def cells_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
 def details(**values: object) -> str:
     """The ``details`` column: a JSON object."""
     return json.dumps(values)
+
+
+def details_notes(column: Any) -> tuple[str, ...]:
+    """The ``notes`` of the rows' ``details`` (JSON, as :func:`details` writes them), each once, sorted: what a
+    table says under it (a row without details, or with unreadable ones, adds none)."""
+    notes: set[str] = set()
+    for text in column:
+        if isinstance(text, str) and text:
+            try:
+                notes.update(json.loads(text).get("notes", []))
+            except (ValueError, AttributeError):
+                continue
+    return tuple(sorted(notes))

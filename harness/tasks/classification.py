@@ -3,14 +3,12 @@ training labels (the label budget), Macro-F1 and Macro-AUROC on the pooled LOSO 
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 from harness.registry.metrics import MACRO_AUROC, MACRO_F1
-from harness.registry.options import LABEL_BUDGETS_OPTION, MAX_WINDOWS_PER_SUBJECT, SEGMENT_LENGTH, given
-from harness.tasks.base import Task, add_cell_files, cells_frame, details, paper_cell
-from harness.tasks.imputation import segment_options
+from harness.registry.options import (LABEL_BUDGETS_OPTION, MAX_WINDOWS_PER_SUBJECT, SEGMENT_LENGTH, given,
+                                      segment_options)
+from harness.tasks.base import Task, add_cell_files, cells_frame, details, details_notes, paper_cell
 from protocols.classification import (RANDOM_BASELINE, check_classifiable, evaluate_classification,
                                       labelled_segments)
 from protocols.specs import RUN_SEEDS, ClassificationSpec
@@ -95,8 +93,7 @@ class Classification(Task):
                 entries[(model, avg)] = Entry(float(np.mean([e.mean for e in per_ds])), float("nan"), len(per_ds),
                                               len(datasets), "ok",
                                               "" if marked is None else (marked.problem or "partial"))
-        notes = tuple(dict.fromkeys(problems)) + tuple(sorted({n for d in rows["details"] if isinstance(d, str) and d
-                                                               for n in _notes(d)}))
+        notes = tuple(dict.fromkeys(problems)) + details_notes(rows["details"])
         caption = (f"Linear-probe classification ({budget.split('=')[-1]} of the training labels): Macro-F1 and "
                    "Macro-AUROC x100 on pooled LOSO predictions, mean ± std over seeds.")
         return grouped(Table(caption, tuple(columns), tuple(models), entries, notes,
@@ -167,14 +164,6 @@ class Classification(Task):
                     rows.append(paper_cell("tab:label_efficiency", model, ds, col.label, f"budget={col.group}", e.mean,
                                            e.std, "partial" if e.marked else e.status))
         return cells_frame(rows)
-
-
-def _notes(details_json: str) -> list[str]:
-    """The ``notes`` of a row's ``details`` (JSON)."""
-    try:
-        return list(json.loads(details_json).get("notes", []))
-    except (ValueError, AttributeError):
-        return []
 
 
 TASK = Classification()  # registered by harness.tasks

@@ -8,13 +8,10 @@ from dataclasses import replace
 
 from harness.registry.metrics import MACRO_AUROC, MACRO_F1
 from harness.registry.options import (HEADS_OPTION, LABEL_BUDGETS_OPTION, MAX_WINDOWS_PER_SUBJECT, SEGMENT_LENGTH,
-                                      given)
-from harness.tasks.base import Task, add_cell_files, details
-from harness.tasks.classification import _notes
-from harness.tasks.imputation import segment_options
-from protocols.classification import check_classifiable, labelled_segments
-from protocols.classification_heads import (checked, condition, evaluate_heads, head_of, head_seed,
-                                            linear_fit, mlp_fit)
+                                      given, segment_options)
+from harness.tasks.base import Task, add_cell_files, details, details_notes
+from protocols.classification import check_classifiable, evaluate_classification, labelled_segments, linear_probe
+from protocols.classification_heads import condition, head_of, head_seed, mlp_head
 from protocols.specs import RUN_SEEDS, HeadsSpec
 
 
@@ -68,11 +65,8 @@ class ClassificationHeads(Task):
             fit_of = _finetune(model, dataset, segments, spec, seed_of)
         else:
             embeddings = embeddings_of(cell, dataset, model, segments, spec)
-
-            def fit_of(fold):
-                x = checked(embeddings(fold), n, fold)
-                return linear_fit(x, spec) if head == "linear" else mlp_fit(x, spec, seed_of)
-        out = evaluate_heads(dataset, spec, cell.level, cell.seed, fit_of)
+            fit_of = linear_probe(embeddings, n, spec) if head == "linear" else mlp_head(embeddings, n, spec, seed_of)
+        out = evaluate_classification(dataset, spec, cell.level, cell.seed, None, head=fit_of)
         row = {"status": "ok", "macro_f1": out.macro_f1, "macro_auroc": out.macro_auroc,
                "n_windows": out.n_windows, "details": details(notes=list(out.notes)), "model_info": ""}
         add_cell_files(row, predictions=out.predictions)
@@ -103,7 +97,7 @@ class ClassificationHeads(Task):
             caption = (f"Classification heads ({budget.split('=')[-1]} of the training labels): Macro-F1 and "
                        "Macro-AUROC x100 on pooled LOSO predictions, mean ± std over seeds; linear is the paper's probe.")
             table = metric_table(rows, self.name, budget, self.metrics, None, datasets, caption)
-            notes = tuple(sorted({n for d in rows["details"] if isinstance(d, str) and d for n in _notes(d)}))
+            notes = details_notes(rows["details"])
             out.append((f"{self.name}_{file_stem(budget)}", replace(table, notes=table.notes + notes)))
         return out
 
@@ -119,7 +113,7 @@ def _finetune(model, dataset, segments, spec: HeadsSpec, seed_of):
     def fit_of(fold):
         values = fit_fold_scaler(dataset, fold).transform(raw)
 
-        def fit(fold, train, test, y, n_classes):
+        def fit(train, test, y, n_classes):
             return finetune_predict(model, values, times, train, test, y, n_classes, spec.finetune_steps,
                                     spec.finetune_lr, seed_of(fold))
         return fit

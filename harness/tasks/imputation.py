@@ -5,16 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from harness.registry.options import (MASK_OPTIONS, MAX_WINDOWS_PER_SUBJECT, MISSING_RATES_OPTION, SEGMENT_LENGTH, given,
-                                      mask_of, windows_per_subject)
+                                      mask_of, segment_options)
 from harness.tasks.base import ErrorTask, cells_frame, details, paper_cell
 from protocols.imputation import evaluate_imputation, select_imputation_segments
 from protocols.specs import MISSING_RATES, ImputationSpec, RUN_SEEDS
 from protocols.splits import get_fold
-
-
-def segment_options(task: str, options) -> dict[str, int]:
-    """--max-windows-per-subject (given, else the task's default) and --segment-length (given, else the spec's)."""
-    return {**windows_per_subject(task, options), **given(length=options.segment_length)}
 
 
 class Imputation(ErrorTask):

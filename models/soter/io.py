@@ -19,7 +19,7 @@ from safetensors.torch import load_file, save_file
 
 from models.soter.config import ConfigError, SoterConfig
 from models.soter.model import SoterModel
-from protocols.datasets.download import sha256
+from protocols.digests import file_digest
 
 SINGLE = "model.safetensors"
 INDEX = "model.safetensors.index.json"
@@ -69,7 +69,7 @@ def write_checksums(path: str | Path) -> Path:
     files = sorted(f for f in path.iterdir() if f.name == "config.json" or f.name == INDEX
                    or (f.name.startswith("model") and f.suffix == ".safetensors"))
     out = path / CHECKSUMS
-    out.write_text("".join(f"{sha256(f)}  {f.name}\n" for f in files))
+    out.write_text("".join(f"{file_digest(f)}  {f.name}\n" for f in files))
     return out
 
 
@@ -85,7 +85,7 @@ def verify_checksums(path: str | Path) -> None:
             raise CheckpointError(f"{path / CHECKSUMS}: malformed line {line!r}")
         if not (path / name).is_file():
             raise CheckpointError(f"{path / name}: listed in {CHECKSUMS} but missing")
-        if sha256(path / name) != digest:
+        if file_digest(path / name) != digest:
             raise CheckpointError(f"{path / name}: SHA-256 does not match {CHECKSUMS} (corrupt or modified file)")
 
 

@@ -13,7 +13,6 @@ Files already present with the right checksum are skipped, so rerunning the comm
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import http.client
 import os
 import urllib.error
@@ -24,6 +23,8 @@ from pathlib import Path
 from typing import Callable
 
 from tqdm import tqdm
+
+from protocols.digests import file_digest
 
 PHYSIONET = "https://physionet.org"
 CHUNK = 1 << 16
@@ -77,14 +78,6 @@ def _url(base: str, source: Source, path: str) -> str:
     return f"{base.rstrip('/')}/files/{source.slug}/{source.version}/{path}"
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def fetch(url: str, dest: Path, expected: str | None, progress: Callable[[int, int | None], None] | None = None
           ) -> None:
     """Download ``url`` to ``dest`` through ``dest.part`` (resumed with Range), checking ``expected``."""
@@ -115,7 +108,7 @@ def fetch(url: str, dest: Path, expected: str | None, progress: Callable[[int, i
         raise DownloadError(f"{url}: transfer interrupted after {received} of {declared} bytes; run the same "
                             "command again to resume")
     if expected is not None:
-        digest = sha256(part)
+        digest = file_digest(part)
         if digest != expected:
             part.unlink()
             raise DownloadError(f"{dest.name}: SHA-256 mismatch (expected {expected[:12]}..., got {digest[:12]}...); "
@@ -176,7 +169,7 @@ def download(name: str, root: Path, base: str = PHYSIONET, show_progress: bool =
     if not files:
         raise DownloadError(f"{_url(base, source, 'SHA256SUMS.txt')} lists no file the {name} loader reads "
                             f"(patterns {list(source.patterns + source.archives)})")
-    todo = [p for p, h in files.items() if not (folder / p).is_file() or sha256(folder / p) != h]
+    todo = [p for p, h in files.items() if not (folder / p).is_file() or file_digest(folder / p) != h]
     with tqdm(total=len(todo), unit="file", desc=f"{name}", disable=not show_progress, position=0) as files_bar:
         for path in todo:
             dest = folder / path
@@ -200,7 +193,7 @@ def download(name: str, root: Path, base: str = PHYSIONET, show_progress: bool =
 def unpack(archive: Path, folder: Path) -> None:
     """Extract a verified zip once (a ``.<name>.unpacked`` marker records it), refusing unsafe paths."""
     marker = folder / f".{archive.name}.unpacked"
-    if marker.is_file() and marker.read_text() == sha256(archive):
+    if marker.is_file() and marker.read_text() == file_digest(archive):
         return
     try:
         with zipfile.ZipFile(archive) as zf:
@@ -209,7 +202,7 @@ def unpack(archive: Path, folder: Path) -> None:
             zf.extractall(folder)
     except zipfile.BadZipFile as exc:
         raise DownloadError(f"{archive}: not a valid zip archive ({exc})") from exc
-    marker.write_text(sha256(archive))
+    marker.write_text(file_digest(archive))
 
 
 def check(name: str, root: Path) -> dict[str, list[str]]:
@@ -225,6 +218,6 @@ def check(name: str, root: Path) -> dict[str, list[str]]:
     report: dict[str, list[str]] = {"present": [], "missing": [], "corrupt": []}
     for path, digest in files.items():
         file = folder / path
-        key = "missing" if not file.is_file() else "present" if sha256(file) == digest else "corrupt"
+        key = "missing" if not file.is_file() else "present" if file_digest(file) == digest else "corrupt"
         report[key].append(path)
     return report
