@@ -134,7 +134,8 @@ def by_subject_field(frame: pd.DataFrame, task: str, out: Path, field: str,
     if not found:
         notes.append(f"no {task} row of a subject with a {field!r} field")
     caption = (f"{t.title or task} by subject field {field!r}: RMSE in normalised space, x100, the group's subjects' "
-               f"folds pooled, mean over {t.replicate_words}; [{LEVEL:.0%} bootstrap interval over subjects "
-               f"({N_BOOT} resamples)], n = subjects in the group.")
+               f"folds pooled, mean over {t.replicate_words}; [{LEVEL:.0%} bootstrap interval, {N_BOOT} resamples, over "
+               "the group's subjects; over its windows where it holds one subject (noted)], n = subjects in the "
+               "group.")
     return Breakdown(caption, ("condition", "dataset", "model", *[f"{field}={v}" for v in values]), tuple(out_rows),
                      tuple(notes + code_notes(frame, task)))
