@@ -112,3 +112,11 @@ def test_the_cli_breaks_a_run_down_by_a_manifest_field(tmp_path, capsys):
     assert main(["table", "forecasting", "--out", str(out), "--by", "subject-field:age",
                  "--dataset", str(folder)]) == 2
     assert "no per-subject field 'age'; its fields: group" in capsys.readouterr().err
+    other = tmp_path / "other"
+    write_folder_dataset(replace(_dataset({"S0": {"group": "a"}}), recordings=_dataset().recordings[:2]), other)
+    assert main(["table", "forecasting", "--out", str(out), "--by", "subject-field:group",
+                 "--dataset", str(other)]) == 2
+    assert "no forecasting row was computed on the data of" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        main(["table", "forecasting", "--out", str(out), "--by", "subject-field:"])
+    assert stop.value.code == 2 and "unknown breakdown 'subject-field:'" in capsys.readouterr().err
