@@ -20,6 +20,7 @@ import pandas as pd
 from harness.records.window_store import read_window_errors
 from harness.reporting.breakdown import Breakdown, _current, _fmt, _ordered, _task, code_notes
 from harness.reporting.tables import SCALE
+from protocols.datasets import BLOCKS_SUFFIX
 
 N_BOOT = 2000
 LEVEL = 0.95
@@ -123,6 +124,10 @@ def by_subject_field(frame: pd.DataFrame, task: str, out: Path, field: str,
     for ds, v, subject in sorted(singles):
         notes.append(f"{ds}, {field}={v}: one subject ({subject}): the interval resamples its windows, so it is "
                      "the spread within that person, not across people")
+    for ds in dict.fromkeys(groups["dataset"]):
+        if BLOCKS_SUFFIX in str(ds):
+            notes.append(f"{ds}: its subjects are blocks of recordings, and a person's blocks share their fields: "
+                         "the intervals resample blocks, so they are within the people recorded")
     if folded:
         notes.append(f"{folded} row(s) have no per-window errors kept: each counts as one unit of its subject "
                      "(rerun them with --rerun for window intervals)")
