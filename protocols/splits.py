@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocols.data import Dataset, DatasetError, Recording
+from protocols.subjects import SUBJECTS, blocks_table, subject_table
 
 
 @dataclass(frozen=True)
@@ -60,4 +61,6 @@ def split_into_blocks(dataset: Dataset, blocks: int) -> Dataset:
                                   None if r.labels is None else r.labels[a:b]))
     return Dataset(f"{dataset.name}:blocks={blocks}", dataset.channels, tuple(recs), dataset.sampling_rate,
                    dataset.label_names, f"{dataset.description} (each recording in {blocks} blocks, "
-                   "leave-one-block-out)", {**dataset.metadata, "blocks": blocks})
+                   "leave-one-block-out)", {**dataset.metadata, "blocks": blocks,
+                                            **({SUBJECTS: blocks_table(subject_table(dataset), blocks)}
+                                               if subject_table(dataset) else {})})

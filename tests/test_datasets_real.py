@@ -69,6 +69,23 @@ def test_mitbih_record_105_loads_in_physical_units_and_passes_its_header_checksu
 
 
 @needs_100_and_105
+def test_mitbih_headers_give_each_person_age_and_sex_without_moving_the_fingerprint(tmp_path):
+    """Record 100's header holds its age and sex after an unrelated comment line (``# unnecessary comment``);
+    the committed mitbih-2records rows were keyed before the fields existed (data=20c59c926ded)."""
+    from dataclasses import replace
+
+    from protocols.data import dataset_fingerprint
+
+    root = _link({f"{r}.{ext}": folder / f"{r}.{ext}" for r, folder in (("100", WFDB), ("105", SAMPLES / "mitbih"))
+                  for ext in ("hea", "dat")}, tmp_path / "mitbih2")
+    ds = load_dataset("mitbih", data_root=root)
+    assert ds.metadata["subjects"] == {"100": {"age": 69, "sex": "M"}, "105": {"age": 73, "sex": "F"}}
+    assert dataset_fingerprint(ds) == dataset_fingerprint(replace(ds, metadata={})) == "20c59c926ded"
+    blocks = load_dataset("mitbih:blocks=6", data_root=root)
+    assert blocks.metadata["subjects"]["105#6"] == {"age": 73, "sex": "F"}
+
+
+@needs_100_and_105
 def test_records_100_and_105_are_two_subjects_and_run_leave_one_subject_out(tmp_path, capsys):
     root = _link({f"{r}.{ext}": folder / f"{r}.{ext}" for r, folder in (("100", WFDB), ("105", SAMPLES / "mitbih"))
                   for ext in ("hea", "dat")}, tmp_path / "mitbih2")

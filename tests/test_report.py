@@ -186,3 +186,21 @@ def test_report_prints_a_summary_and_lists_each_figure_once(tmp_path, capsys):
     assert report.count("- tab:e-imp50: this run has no records") == 1  # the file: one line per table
     assert (tmp_path / "out" / "figures" / stale.name).read_bytes() != b"stale"  # drawn from the records
     assert (tmp_path / "out" / "figures" / "forecast-example-mitbih.png").read_bytes() == b"png"
+
+
+def test_naive_rows_stand_beside_the_range_of_the_papers_models():
+    """Every comparison lists our naive models' cells with the paper's best and worst model on the same base
+    dataset, metric and condition: the reader sees what copying the last sample scores next to the paper."""
+    from harness.reporting.report import comparison_markdown, compare, naive_rows
+
+    ptable = pd.DataFrame({"table": "tab:e-imp75", "method": ["A", "B"], "dataset": "MIT-BIH", "metric": "RMSE",
+                           "condition": "missing=75%", "value": [0.15, 0.48], "std": [0.01, 0.02], "scale": 1})
+    mine = pd.DataFrame({"table": "tab:e-imp75", "model": ["locf", "soter"], "method": ["locf", "SOTER"],
+                         "dataset": "mitbih:blocks=6", "metric": "RMSE", "condition": "missing=75%",
+                         "ours": [1.78, 9.0], "ours_std": 0.1, "status": "ok", "reason": ""})
+    merged = compare(ptable, mine)
+    naive = naive_rows(merged, mine)
+    assert naive[["method", "ours", "paper_min", "paper_max", "paper_models"]].values.tolist() == [
+        ["locf", 1.78, 15.0, 48.0, 2]]
+    text = comparison_markdown("tab:e-imp75", "cap", merged, mine.iloc[:0], naive=naive)
+    assert "| locf | mitbih:blocks=6 | RMSE | missing=75% | 1.78 | 15.00 | 48.00 | 2 |" in text

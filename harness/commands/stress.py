@@ -8,16 +8,58 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from protocols.specs import ARTEFACT_PLACEMENTS  # no torch: the parser's choices
+from protocols.specs import ARTEFACT_PLACEMENTS, SpecError  # no torch: the parser's choices
 
 
 BREAKDOWNS = ("modality", "subject")
+FIELD_PREFIX = "subject-field:"
+
+
+def parse_by(text: str) -> str:
+    """``modality``, ``subject`` or ``subject-field:FIELD`` (a field of the dataset's per-subject metadata)."""
+    if text in BREAKDOWNS or (text.startswith(FIELD_PREFIX) and text[len(FIELD_PREFIX):]):
+        return text
+    raise argparse.ArgumentTypeError(f"unknown breakdown {text!r}; known: {', '.join(BREAKDOWNS)}, "
+                                     f"{FIELD_PREFIX}FIELD (e.g. {FIELD_PREFIX}sex)")
 
 
 def add_table_arguments(table: argparse.ArgumentParser) -> None:
-    table.add_argument("--by", choices=BREAKDOWNS, default=None,
-                       help="break the task's tables down by signal modality or by subject (text, Markdown, LaTeX "
-                            "and a figure; docs/protocols.md, Breakdowns)")
+    table.add_argument("--by", type=parse_by, default=None, metavar="modality|subject|subject-field:FIELD",
+                       help="break the task's tables down by signal modality, by subject, or by a per-subject "
+                            "metadata field with bootstrap intervals (text, Markdown, LaTeX, and a figure for the "
+                            "first two; docs/protocols.md, Breakdowns)")
+    table.add_argument("--dataset", action="append", default=None, metavar="NAME|PATH",
+                       help="with --by subject-field: the dataset(s) whose per-subject fields are read (default: "
+                            "the records' dataset names); matched to the rows by their data fingerprint")
+    table.add_argument("--data-root", type=Path, default=None, help="with --by subject-field: folder holding "
+                                                                     "downloaded datasets")
+
+
+def subject_fields(frame, task: str, field: str, refs: list[str] | None, data_root: Path | None
+                   ) -> dict[str, dict[str, str]]:
+    """Data fingerprint -> subject -> ``field``'s value, from each named dataset (default: the task rows' dataset
+    names); a dataset none of whose subjects has the field is a usage error naming the fields it has."""
+    from protocols.data import dataset_fingerprint
+    from protocols.datasets import is_path_like, load_dataset
+    from protocols.subjects import field_values, subject_table
+
+    refs = refs or list(dict.fromkeys(frame.loc[frame["task"] == task, "dataset"]))
+    found = {}
+    for ref in refs:
+        dataset = load_dataset(str(Path(ref).resolve()) if is_path_like(ref) else ref, data_root=data_root)
+        values = field_values(dataset, field)
+        if not values:
+            have = sorted({k for f in subject_table(dataset).values() for k in f})
+            raise SpecError(f"dataset {dataset.name!r} has no per-subject field {field!r}; its fields: "
+                            f"{', '.join(have) or 'none (docs/datasets.md: [subjects.NAME] in the manifest)'}")
+        found[dataset_fingerprint(dataset)] = values
+    from harness.reporting.subgroups import data_fingerprint
+
+    scored = {data_fingerprint(p) for p in frame.loc[frame["task"] == task, "protocol"]}
+    if not scored & set(found):
+        raise SpecError(f"no {task} row was computed on the data of {', '.join(refs)} (the rows' data: "
+                        f"{', '.join(sorted(str(s) for s in scored))}); name the dataset the rows were run on")
+    return found
 
 
 def add_parsers(sub) -> None:
@@ -47,16 +89,25 @@ def run_artefacts(args: argparse.Namespace) -> int:
     return 0
 
 
-def publish_breakdown(frame, task: str, out: Path, by: str, style: str) -> None:
-    """Print the breakdown tables of ``task`` and write them (txt, md, tex) with their figure under ``out``."""
+def publish_breakdown(frame, task: str, out: Path, by: str, style: str,
+                      fields: dict[str, dict[str, str]] | None = None) -> None:
+    """Print the breakdown tables of ``task`` and write them (txt, md, tex) with their figure under ``out``;
+    ``fields`` (``subject_fields``) for a breakdown by subject field, which has no figure."""
     from harness.reporting.breakdown import breakdown_figures, breakdown_tables
 
     folder = out / "tables"
     folder.mkdir(parents=True, exist_ok=True)
-    for stem, table in breakdown_tables(frame, task, out, by):
+    if by.startswith(FIELD_PREFIX):
+        from harness.reporting.subgroups import by_subject_field
+
+        field = by[len(FIELD_PREFIX):]
+        tables = [(f"{task}_by_{field}", by_subject_field(frame, task, out, field, fields or {}))]
+    else:
+        tables = breakdown_tables(frame, task, out, by)
+    for stem, table in tables:
         print(table.render(style))
         for fmt, ext in (("text", "txt"), ("markdown", "md"), ("latex", "tex")):
             (folder / f"{stem}.{ext}").write_text(table.render(fmt))
-    for path in breakdown_figures(frame, task, out, by):
+    for path in [] if by.startswith(FIELD_PREFIX) else breakdown_figures(frame, task, out, by):
         if path.suffix == ".png":
             print(f"figure: {path}")

@@ -101,6 +101,8 @@ def _show(v) -> str:
     return "" if v is None else md_escape(str(v))
 
 
+NAIVE_HEADERS = {"paper_min": "paper's best (x100)", "paper_max": "paper's worst (x100)",
+                 "paper_models": "paper models"}
 UNIT_HEADERS = {"paper": "paper (x100)", "paper_std": "paper std (x100)", "ours": "ours (x100)",
                 "ours_std": "ours std (x100)", "diff": "ours - paper (x100)"}
 
@@ -128,8 +130,42 @@ OURS_HEAD = ("Ours, beside the paper's numbers (what this run measured, not the 
              "cell, is no reproduction result unless checkpoint, subjects and windows are the paper's):")
 
 
+NAIVE_HEAD = ("Naive rows on our protocol, beside the range of the paper's models on the same dataset, metric and "
+              "condition (what copying the last sample, or a mean, scores here; why the paper's numbers can sit on "
+              "another scale: docs/paper-datasets.md, The paper's numbers in context):")
+
+
+def naive_models() -> set[str]:
+    """The models of the naive family (last value, window mean, drift, LOCF, linear extrapolation, ...)."""
+    from models.registry import all_specs
+
+    return {spec.name for spec in all_specs().values() if spec.family == "baseline"}
+
+
+def naive_rows(merged: pd.DataFrame, mine: pd.DataFrame) -> pd.DataFrame:
+    """Our naive models' cells of one paper table, each with the paper's models' range (min, max, count; x100) on
+    its dataset (the paper's name of its base dataset: ``mitbih:blocks=6`` is MIT-BIH), metric and condition."""
+    from harness.records.configurations import records_name
+    from harness.reporting.paper_cells import paper_dataset
+    from protocols.datasets import dataset_base_name
+
+    columns = ["method", "dataset", "metric", "condition", "ours", "paper_min", "paper_max", "paper_models"]
+    naive = mine[mine["model"].isin(naive_models()) & mine["ours"].notna()]
+    if naive.empty:
+        return pd.DataFrame(columns=columns)
+    own = merged[(merged["method"] == merged["paper_row"]) & merged["paper"].notna()]
+    spread = own.groupby(["dataset", "metric", "condition"])["paper"].agg(["min", "max", "count"])
+    rows = []
+    for _, r in naive.iterrows():
+        key = (paper_dataset(dataset_base_name(records_name(r["dataset"]))), r["metric"], r["condition"])
+        low, high, k = spread.loc[key] if key in spread.index else (np.nan, np.nan, 0)
+        rows.append([r["method"], r["dataset"], r["metric"], r["condition"], r["ours"], low, high, int(k)])
+    return pd.DataFrame(rows, columns=columns)
+
+
 def comparison_markdown(label: str, caption: str, merged: pd.DataFrame, extra_ours: pd.DataFrame,
-                        note: str = "", ours: list[str] | tuple[str, ...] = ()) -> str:
+                        note: str = "", ours: list[str] | tuple[str, ...] = (),
+                        naive: pd.DataFrame | None = None) -> str:
     """One comparison file: the paper's caption (as plain text), what our numbers are (``ours``: one line per
     model and dataset, :func:`harness.reporting.ours.ours_lines`), the cells in common, our other cells."""
     own = merged["method"] == merged["paper_row"] if "paper_row" in merged else pd.Series(True, merged.index)
@@ -158,6 +194,12 @@ def comparison_markdown(label: str, caption: str, merged: pd.DataFrame, extra_ou
                 _markdown(extra_ours.rename(columns=UNIT_HEADERS),
                           ["method", "dataset", "metric", "condition", UNIT_HEADERS["ours"], UNIT_HEADERS["ours_std"],
                            "status"])]
+    if naive is not None and not naive.empty:
+        shown = naive.assign(condition=naive["condition"].replace(CONDITION_WORDS),
+                             paper_models=naive["paper_models"].map(lambda k: str(k) if k else "none"))
+        out += ["", NAIVE_HEAD, "", _markdown(shown.rename(columns={**UNIT_HEADERS, **NAIVE_HEADERS}),
+                                              ["method", "dataset", "metric", "condition", UNIT_HEADERS["ours"],
+                                               *NAIVE_HEADERS.values()])]
     return "\n".join(out) + "\n"
 
 
@@ -353,7 +395,8 @@ def _comparisons(ours: pd.DataFrame, tables: dict[str, pd.DataFrame], out: Path,
         path = out / "comparison" / f"{name}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(comparison_markdown(label, ptable.attrs["caption"], merged, extra,
-                                            COMPARISON_NOTES.get(label, ""), _ours_lines(frame, label, mine)))
+                                            COMPARISON_NOTES.get(label, ""), _ours_lines(frame, label, mine),
+                                            naive_rows(merged, mine)))
         own = merged["method"] == merged["paper_row"]
         common, cells = int(merged.loc[own, "ours"].notna().sum()), int(own.sum())
         authors = int(merged.loc[~own, "ours"].notna().sum())

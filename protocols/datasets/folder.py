@@ -18,11 +18,12 @@ import pandas as pd
 
 from protocols.data import FLOAT32_MAX, Dataset, DatasetError, Recording, beyond_float32
 from protocols.modality import check_modality_map
+from protocols.subjects import SUBJECTS, check_subject_table
 from protocols.words import did_you_mean
 
 MANIFESTS = ("dataset.toml", "dataset.json")
 TOP_FIELDS = {"name", "channels", "sampling_rate", "labels", "allow_missing", "description", "recordings",
-              "source_database", "modality"}
+              "source_database", "modality", "subjects"}
 RECORDING_FIELDS = {"file", "subject", "name"}
 RESERVED_COLUMNS = ("time", "label")
 NUMERIC_NA = ["", "nan", "NaN", "NA"]  # spellings of an empty numeric cell
@@ -121,6 +122,15 @@ def _check_manifest(manifest: Path, data: dict[str, Any]) -> None:
             raise DatasetError(f"{manifest}: recordings[{names[name]}] and recordings[{i}] are both named "
                                f"{name!r}; give them distinct 'name's")
         names[name] = i
+    _subjects(manifest, data)
+
+
+def _subjects(manifest: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """The manifest's per-subject fields (``[subjects.NAME]``: age, sex, ...), as the dataset's metadata holds them."""
+    if SUBJECTS not in data:
+        return {}
+    subjects = tuple(dict.fromkeys(r["subject"] for r in data["recordings"]))
+    return {SUBJECTS: check_subject_table(data[SUBJECTS], subjects, str(manifest))}
 
 
 def _check_inside(manifest: Path, index: int, file: str) -> None:
@@ -278,7 +288,8 @@ def load_folder_dataset(path: Path, **options: Any) -> Dataset:
                        description=data.get("description", f"user dataset from {path}"),
                        metadata={"path": str(path), **_declared(data),
                                  **({"modality": check_modality_map(data["modality"], channels, str(manifest))}
-                                    if "modality" in data else {})})
+                                    if "modality" in data else {}),
+                                 **_subjects(manifest, data)})
     except DatasetError as exc:
         raise DatasetError(f"{manifest}: {exc}") from exc
 
@@ -321,6 +332,8 @@ def write_folder_dataset(dataset: Dataset, path: Path, format: str = "csv") -> P
         manifest["description"] = dataset.description
     if dataset.metadata.get("modality"):
         manifest["modality"] = dict(dataset.metadata["modality"])
+    if dataset.metadata.get(SUBJECTS):
+        manifest[SUBJECTS] = {s: dict(f) for s, f in dataset.metadata[SUBJECTS].items()}
     manifest["recordings"] = entries
     (path / "dataset.toml").unlink(missing_ok=True)
     (path / "dataset.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -6,6 +6,8 @@ Subjects: one per record, except records 201 and 202, which come from one person
 records, the second varies (V1, V2, V4, V5); the default exposes them as ``lead1``/``lead2``
 (the paper's two channels) and keeps each record's lead names in ``metadata["leads"]``
 (records 102 and 104 have V5/V2 and 114 has V5/MLII, so ``lead1`` is not MLII everywhere).
+Each subject's age and sex, from the first comment line of its header (``# 69 M ...``), are in
+``metadata["subjects"]`` (``protocols.subjects``: breakdowns by subject field).
 ``channels=("lead1",)`` keeps one lead.  Our reading of the paper (all 48 records, both leads, no
 resampling, no annotations used) is a guess where the paper is silent.
 
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from protocols.data import Dataset, DatasetError, Recording
+from protocols.subjects import SUBJECTS, wfdb_patient_fields
 
 if TYPE_CHECKING:
     import wfdb
@@ -104,7 +107,7 @@ def load(root: Path, records: tuple[str, ...] | None = None, channels: tuple[str
     names = records or tuple(r for r in RECORDS if (folder / f"{r}.hea").is_file())
     if not names:
         raise DatasetError(f"{folder}: no MIT-BIH record (.hea/.dat) found")
-    recs, leads = [], {}
+    recs, leads, people = [], {}, {}
     for name in names:
         base = folder / name
         if not (folder / f"{name}.hea").is_file():
@@ -124,6 +127,11 @@ def load(root: Path, records: tuple[str, ...] | None = None, channels: tuple[str
             raise DatasetError(f"{base}: sampled at {rec.fs} Hz, MIT-BIH records are 360 Hz")
         values = np.asarray(rec.p_signal, dtype=np.float64).T[rows]
         leads[name] = list(rec.sig_name)
-        recs.append(Recording(SAME_PERSON.get(name, name), name, values, np.arange(values.shape[1]) / rec.fs))
+        subject = SAME_PERSON.get(name, name)
+        fields = wfdb_patient_fields(list(header.comments or []))
+        if fields:
+            people.setdefault(subject, fields)  # 201 and 202: one person, the first record's header
+        recs.append(Recording(subject, name, values, np.arange(values.shape[1]) / rec.fs))
     return Dataset("mitbih", channels, tuple(recs), 360.0, None,
-                   "MIT-BIH Arrhythmia Database, two ECG leads at 360 Hz", {"leads": leads, "folder": str(folder)})
+                   "MIT-BIH Arrhythmia Database, two ECG leads at 360 Hz",
+                   {"leads": leads, "folder": str(folder), **({SUBJECTS: people} if people else {})})
