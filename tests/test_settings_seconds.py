@@ -1,0 +1,71 @@
+"""Settings given in seconds (``--settings 1s/0.5s``): samples at each dataset's rate, keys and records in samples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.run.runner import RunConfig, plan
+from protocols.datasets import load_dataset
+from protocols.specs import DurationSetting, Setting, SpecError, parse_setting, settings_at
+from protocols.splits import get_fold
+from protocols.windows import extract, select_windows
+
+WFDB = Path("/work/shared/data/wfdb")
+MITBIH = "mitbih:blocks=6"
+
+
+def _planned(tmp_path: Path, settings: tuple[str, ...], **kw) -> list:
+    config = RunConfig(task="forecasting", models=("last-value",), out=tmp_path, progress=False,
+                       options={"settings": tuple(parse_setting(s) for s in settings)}, **kw)
+    return plan(config)[0]
+
+
+def _window_lengths(cells, data_root=None) -> set[tuple[int, int]]:
+    """(context, target) lengths in samples of the windows the planned cells' settings select."""
+    cell = cells[0][0]
+    dataset = load_dataset(cell.dataset, data_root=data_root)
+    subject = get_fold(dataset, cell.fold).test_subject
+    refs = select_windows(dataset, subject, cell.point, cell.spec.sampling).windows
+    arrays = extract(dataset, refs, cell.point)
+    assert len(refs) > 0
+    return {(arrays.context.shape[-1], arrays.target.shape[-1])}
+
+
+@pytest.mark.parametrize("text, rate, expected", [
+    ("1s/0.5s", 64.0, (64, 32)), ("1s/0.5s", 360.0, (360, 180)), ("4s/2s", 64.0, (256, 128)),
+    ("0.36s/0.18s", 360.0, (130, 65)),  # 129.6 and 64.8 samples: the nearest
+    ("0.01s/0.01s", 64.0, (2, 1)),  # less than a sample: the shortest setting there is
+])
+def test_durations_become_the_nearest_samples(text, rate, expected):
+    assert parse_setting(text).at(rate) == Setting(*expected)
+
+
+@pytest.mark.parametrize("text", ["1s/48", "48/1s", "xs/1s", "0s/1s", "-1s/1s", "1s"])
+def test_bad_durations_are_one_clear_error(text):
+    with pytest.raises(SpecError, match="setting"):
+        parse_setting(text)
+
+
+def test_a_setting_two_words_give_is_one_setting_and_samples_need_a_rate():
+    both = (Setting(64, 32), DurationSetting(1.0, 0.5))
+    assert settings_at(both, 64.0) == (Setting(64, 32),)
+    assert settings_at(both, 128.0) == (Setting(64, 32), Setting(128, 64))
+    with pytest.raises(SpecError, match="no sampling rate"):
+        settings_at(both, None)
+
+
+def test_seconds_plan_the_cohorts_windows_in_samples_with_the_keys_of_samples(tmp_path):
+    cells = _planned(tmp_path, ("1s/0.5s",))
+    assert {f["setting"] for _, f in cells} == {"64/32"}  # the record's setting stays in samples
+    assert _window_lengths(cells) == {(64, 32)}
+    same = _planned(tmp_path, ("64/32",))
+    assert [f["key"] for _, f in cells] == [f["key"] for _, f in same]  # the keys of the setting given in samples
+
+
+@pytest.mark.skipif(not (WFDB / "100.dat").exists(), reason=f"MIT-BIH 100 not found under {WFDB}")
+def test_seconds_plan_mitbih_windows_at_360_hz(tmp_path):
+    cells = _planned(tmp_path, ("1s/0.5s",), datasets=(MITBIH,), data_root=WFDB)
+    assert {f["setting"] for _, f in cells} == {"360/180"}
+    assert _window_lengths(cells, WFDB) == {(360, 180)}
