@@ -69,3 +69,41 @@ def test_seconds_plan_mitbih_windows_at_360_hz(tmp_path):
     cells = _planned(tmp_path, ("1s/0.5s",), datasets=(MITBIH,), data_root=WFDB)
     assert {f["setting"] for _, f in cells} == {"360/180"}
     assert _window_lengths(cells, WFDB) == {(360, 180)}
+
+
+def _run_cohort(tmp_path: Path) -> Path:
+    from harness.cli import main
+
+    assert main(["run", "forecasting", "--settings", "1s/0.5s", "--models", "last-value",
+                 "--max-windows-per-subject", "1", "--out", str(tmp_path), "--no-progress"]) == 0
+    return tmp_path
+
+
+def test_a_run_in_seconds_records_samples_and_its_table_shows_the_seconds(tmp_path, capsys):
+    from harness.records.store import read_records
+    from harness.reporting.tables import render
+    from harness.tasks.forecasting import TASK
+
+    out = _run_cohort(tmp_path)
+    frame = read_records(out / "records.csv")
+    assert set(frame["setting"]) == {"64/32"} and set(frame["context_seconds"].astype(float)) == {1.0}
+    text = render(TASK.table(frame))
+    assert "synthetic-cohort at 64 Hz: 64/32 = 1 s/0.5 s" in text
+
+
+def test_the_horizon_seconds_breakdown_orders_a_model_by_duration_across_datasets():
+    import pandas as pd
+
+    from harness.reporting.breakdown import by_horizon_seconds
+
+    def row(dataset, setting, rate, rmse):
+        context = int(setting.split("/")[0])
+        return {"task": "forecasting", "dataset": dataset, "fold": "s1", "setting": setting, "condition": "clean",
+                "model": "m", "seed": 0, "status": "ok", "rmse": rmse, "mae": rmse, "sse": rmse ** 2, "sae": rmse,
+                "n_points": 1, "error": "", "details": "", "sampling_rate": rate, "context_samples": context, "protocol": "p", "model_info": "{}"}
+
+    frame = pd.DataFrame([row("fast", "360/180", 360.0, 0.1), row("fast", "128/64", 360.0, 0.2),
+                          row("slow", "48/24", 64.0, 0.3)])
+    table = by_horizon_seconds(frame, "forecasting")
+    assert [(r[2], r[3], r[4]) for r in table.rows] == [("fast", "128/64", "0.178 s"), ("slow", "48/24", "0.375 s"),
+                                                        ("fast", "360/180", "0.5 s")]

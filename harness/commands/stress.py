@@ -11,13 +11,14 @@ from pathlib import Path
 from protocols.specs import ARTEFACT_PLACEMENTS  # no torch: the parser's choices
 
 
-BREAKDOWNS = ("modality", "subject")
+BREAKDOWNS = ("modality", "subject", "horizon-seconds")
 
 
 def add_table_arguments(table: argparse.ArgumentParser) -> None:
     table.add_argument("--by", choices=BREAKDOWNS, default=None,
                        help="break the task's tables down by signal modality or by subject (text, Markdown, LaTeX "
-                            "and a figure; docs/protocols.md, Breakdowns)")
+                            "and a figure; docs/protocols.md, Breakdowns), or list each model's settings on every "
+                            "dataset by horizon in seconds (docs/commands.md)")
 
 
 def add_parsers(sub) -> None:

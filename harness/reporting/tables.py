@@ -293,10 +293,11 @@ def error_table(frame: pd.DataFrame, task: str, condition: str | None = None, mo
                 notes.append(f"{model} on {ds}: {problem}")
     measured = [m for m in models if any(e.status == "ok" for (name, _), e in entries.items() if name == m)]
     from harness.records.configurations import scored_notes
+    from harness.reporting.setting_times import settings_note
 
     return grouped(Table(caption, columns, tuple(models), entries, tuple(notes),
                          model_notes(registry_names(rows, measured), task) + scored_notes(rows, measured)
-                         + provenance_notes(rows)), rows)
+                         + settings_note(rows) + provenance_notes(rows)), rows)
 
 
 # -- tables of per-row metrics ------------------------------------------------------------
