@@ -17,7 +17,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from harness.reporting.setting_times import HR_METHOD, seconds_text, settings_in_time
+from harness.reporting.setting_times import (HR_METHOD, DatasetTime, dataset_times, parse_setting_name, seconds_text,
+                                             settings_in_time)
 from harness.reporting.tables import md_escape
 
 # `run`'s own flags (not task options) that change a number, with what they set
@@ -99,7 +100,9 @@ def _paragraph(rows: pd.DataFrame, task: str) -> str:
 
     datasets = list(dict.fromkeys(map(str, rows["dataset"])))
     models = list(dict.fromkeys(map(str, rows["model"])))
-    subjects = {d: rows.loc[rows["dataset"] == d, "fold"].nunique() for d in datasets}
+    folds = {d: set(map(str, rows.loc[rows["dataset"] == d, "fold"])) for d in datasets}
+    subjects = {d: ("all subjects in one pooled fold" if f == {"all"} else
+                    f"{len(f)} test subject{'s' * (len(f) != 1)}, leave-one-subject-out") for d, f in folds.items()}
     times = settings_in_time(rows, load=True)
     timed = [f"{r.setting} samples ({seconds_text(r.context_seconds)} of context, {seconds_text(r.horizon_seconds)} "
              f"of horizon on {r.dataset})" for r in times.itertuples() if np.isfinite(r.sampling_rate)]
@@ -109,8 +112,7 @@ def _paragraph(rows: pd.DataFrame, task: str) -> str:
     return (f"**{get_task(task).description[:1].upper()}{get_task(task).description[1:]}** "
             f"(protocol {_words(md_escape(t) for t in _tokens(rows))}). We scored {len(models)} "
             f"model{'s' * (len(models) != 1)} ({_words(md_escape(m) for m in models)}) on "
-            + _words(f"{md_escape(d)} ({subjects[d]} test subject{'s' * (subjects[d] != 1)}, leave-one-subject-out)"
-                     for d in datasets)
+            + _words(f"{md_escape(d)} ({subjects[d]})" for d in datasets)
             + f", under {setting_text}, with seed{'s' * (rows['seed'].nunique() != 1)} {_words(_sorted(rows['seed']))}; "
             f"{_windows(rows)} windows (segments) were scored in all. The protocol parameters, datasets, models and "
             "flags are in the tables below.")
@@ -130,16 +132,19 @@ def _settings_section(rows: pd.DataFrame, tasks: list[str]) -> list[str]:
     for task in tasks:
         t_rows = rows[rows["task"] == task]
         times = settings_in_time(t_rows, load=True).set_index(["dataset", "setting"])
+        rates = dataset_times(t_rows, load=True)
         for (dataset, setting), g in t_rows.groupby(["dataset", "setting"], sort=False):
             t = times.loc[(dataset, setting)] if (dataset, setting) in times.index else None
-            seconds = (f"{seconds_text(t['context_seconds'])} / {seconds_text(t['horizon_seconds'])}"
-                       if t is not None and np.isfinite(t["sampling_rate"]) else "-")
-            beats = (f"{t['context_beats']:.2g} / {t['horizon_beats']:.2g}"
-                     if t is not None and np.isfinite(t["heart_rate"]) else "-")
-            params = sorted({p for s in g["protocol"] for p in sampling_of(s) if not p.startswith("data=")})
+            seconds, beats = _segment_time(str(setting), rates[str(dataset)])
+            if t is not None and np.isfinite(t["sampling_rate"]):
+                seconds = f"{seconds_text(t['context_seconds'])} / {seconds_text(t['horizon_seconds'])}"
+            if t is not None and np.isfinite(t["heart_rate"]):
+                beats = f"{t['context_beats']:.2g} / {t['horizon_beats']:.2g}"
+            params = list(dict.fromkeys(p for s in g["protocol"] for p in sampling_of(s)
+                                        if "=" in p and not p.startswith("data=")))
             body.append([task, _words(_tokens(g)), str(dataset), str(setting), seconds, beats,
                          "; ".join(params) or "-", ", ".join(_sorted(g["seed"])), str(_windows(g))])
-    unknown = sorted({r[2] for r in body if r[4] == "-" and "/" in r[3]})
+    unknown = sorted({r[2] for r in body if r[4] == "-" and (parse_setting_name(r[3]) or r[3].isdigit())})
     why = ([f"No seconds for {', '.join(unknown)}: the rows predate the sampling-rate column (`python -m harness "
             "restamp` fills it) and the dataset does not load here (set $SOTER_BENCH_DATA to its data root).", ""]
            if unknown else [])
@@ -151,6 +156,24 @@ def _settings_section(rows: pd.DataFrame, tasks: list[str]) -> list[str]:
                      "context / horizon (beats)", "protocol parameters", "seeds", "windows scored"], body), *why]
 
 
+def _segment_time(setting: str, time: DatasetTime) -> tuple[str, str]:
+    """(seconds, beats) of a setting that is one length in samples (a segment) or a pair in seconds (physiology's
+    ``30s/20s``); ``-`` where unknown or of another kind."""
+    from protocols.specs import DurationSetting, SpecError, parse_setting
+
+    beats = (lambda x: f"{x * time.heart_rate / 60:.2g}") if time.heart_rate else (lambda x: "-")
+    if setting.isdigit() and time.rate:
+        return seconds_text(int(setting) / time.rate), beats(int(setting) / time.rate)
+    try:
+        given = parse_setting(setting)
+    except SpecError:
+        return "-", "-"
+    if not isinstance(given, DurationSetting):
+        return "-", "-"
+    c, h = given.context_seconds, given.horizon_seconds
+    return f"{seconds_text(c)} / {seconds_text(h)}", f"{beats(c)} / {beats(h)}" if time.heart_rate else "-"
+
+
 def _datasets_section(rows: pd.DataFrame, tasks: list[str]) -> list[str]:
     from harness.records.store import data_of
 
@@ -158,12 +181,10 @@ def _datasets_section(rows: pd.DataFrame, tasks: list[str]) -> list[str]:
     for dataset, g in rows.groupby("dataset", sort=False):
         recorded = [str(f) for f in g.get("data_fingerprint", ()) if isinstance(f, str) and f]
         fps = _sorted(recorded or [data_of(p) for p in g["protocol"]])
-        times = settings_in_time(g, load=True)
-        rate = times["sampling_rate"].dropna()
-        heart = times["heart_rate"].dropna()
+        time = dataset_times(g, load=True)[str(dataset)]
         folds = _sorted(g["fold"])
-        body.append([str(dataset), ", ".join(f for f in fps if f), f"{rate.iloc[0]:g} Hz" if len(rate) else "-",
-                     f"{heart.iloc[0]:.0f} bpm" if len(heart) else "-",
+        body.append([str(dataset), ", ".join(f for f in fps if f), f"{time.rate:g} Hz" if time.rate else "-",
+                     f"{time.heart_rate:.0f} bpm ({time.heart_channel})" if time.heart_rate else "-",
                      f"{len(folds)} ({', '.join(folds[:10])}{' ...' if len(folds) > 10 else ''})",
                      ", ".join(t for t in tasks if (g["task"] == t).any()), str(_windows(g))])
     return ["## Datasets", "", "Data fingerprint: the hash of the data a row read (its values, channels, rate and "
@@ -215,8 +236,6 @@ def real_time_factors(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _real_time_section(rows: pd.DataFrame, tasks: list[str]) -> list[str]:
-    from harness.reporting.setting_times import parse_setting_name
-
     forecast = rows[[parse_setting_name(s) is not None for s in rows["setting"]]]
     if forecast.empty:
         return []
