@@ -71,24 +71,29 @@ def test_seconds_plan_mitbih_windows_at_360_hz(tmp_path):
     assert _window_lengths(cells, WFDB) == {(360, 180)}
 
 
-def _run_cohort(tmp_path: Path) -> Path:
+def _run_in_seconds(out: Path, *dataset: str) -> str:
+    """The forecasting table of a last-value run at 1s/0.5s (one window per subject) on ``dataset``."""
     from harness.cli import main
-
-    assert main(["run", "forecasting", "--settings", "1s/0.5s", "--models", "last-value",
-                 "--max-windows-per-subject", "1", "--out", str(tmp_path), "--no-progress"]) == 0
-    return tmp_path
-
-
-def test_a_run_in_seconds_records_samples_and_its_table_shows_the_seconds(tmp_path, capsys):
     from harness.records.store import read_records
     from harness.reporting.tables import render
     from harness.tasks.forecasting import TASK
 
-    out = _run_cohort(tmp_path)
+    assert main(["run", "forecasting", "--settings", "1s/0.5s", "--models", "last-value", *dataset,
+                 "--max-windows-per-subject", "1", "--out", str(out), "--no-progress"]) == 0
     frame = read_records(out / "records.csv")
-    assert set(frame["setting"]) == {"64/32"} and set(frame["context_seconds"].astype(float)) == {1.0}
-    text = render(TASK.table(frame))
-    assert "synthetic-cohort at 64 Hz: 64/32 = 1 s/0.5 s" in text
+    assert set(frame["context_seconds"].astype(float)) == {1.0} and set(frame["horizon_seconds"].astype(float)) == {0.5}
+    return str(set(frame["setting"])) + render(TASK.table(frame))
+
+
+def test_a_run_in_seconds_records_samples_and_its_table_shows_the_seconds(tmp_path):
+    text = _run_in_seconds(tmp_path)
+    assert text.startswith("{'64/32'}") and "synthetic-cohort at 64 Hz: 64/32 = 1 s/0.5 s" in text
+
+
+@pytest.mark.skipif(not (WFDB / "100.dat").exists(), reason=f"MIT-BIH 100 not found under {WFDB}")
+def test_a_run_in_seconds_on_mitbih_shows_the_seconds(tmp_path):
+    text = _run_in_seconds(tmp_path, "--dataset", MITBIH, "--data-root", str(WFDB))
+    assert text.startswith("{'360/180'}") and f"{MITBIH} at 360 Hz: 360/180 = 1 s/0.5 s" in text
 
 
 def test_the_horizon_seconds_breakdown_orders_a_model_by_duration_across_datasets():
