@@ -105,7 +105,8 @@ def test_the_horizon_seconds_breakdown_orders_a_model_by_duration_across_dataset
         context = int(setting.split("/")[0])
         return {"task": "forecasting", "dataset": dataset, "fold": "s1", "setting": setting, "condition": "clean",
                 "model": "m", "seed": 0, "status": "ok", "rmse": rmse, "mae": rmse, "sse": rmse ** 2, "sae": rmse,
-                "n_points": 1, "error": "", "details": "", "sampling_rate": rate, "context_samples": context, "protocol": "p", "model_info": "{}"}
+                "n_points": 1, "error": "", "details": "", "sampling_rate": rate, "context_samples": context,
+                "protocol": "p", "model_info": "{}"}
 
     frame = pd.DataFrame([row("fast", "360/180", 360.0, 0.1), row("fast", "128/64", 360.0, 0.2),
                           row("slow", "48/24", 64.0, 0.3)])

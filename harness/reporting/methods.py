@@ -19,7 +19,7 @@ import pandas as pd
 
 from harness.reporting.setting_times import (HR_METHOD, DatasetTime, dataset_times, parse_setting_name, seconds_text,
                                              settings_in_time)
-from harness.reporting.tables import md_escape
+from harness.reporting.tables import md_escape, version_tokens
 
 # `run`'s own flags (not task options) that change a number, with what they set
 RUN_NUMBER_FLAGS: dict[str, str] = {
@@ -84,12 +84,6 @@ def _sorted(values) -> list[str]:
     return sorted({str(v) for v in values}, key=lambda v: (len(v), v))
 
 
-def _tokens(rows: pd.DataFrame) -> list[str]:
-    from harness.registry.versions import protocol_version, version_token
-
-    return sorted({version_token(str(t), protocol_version(str(t), str(p))) for t, p in zip(rows["task"], rows["protocol"])})
-
-
 def _windows(rows: pd.DataFrame) -> int:
     return int(pd.to_numeric(rows.get("n_windows", pd.Series(dtype=float)), errors="coerce").fillna(0).sum())
 
@@ -110,10 +104,11 @@ def _paragraph(rows: pd.DataFrame, task: str) -> str:
     setting_text = (f"settings (context/horizon) {_words(timed)}" if timed
                     else f"setting{'s' * (len(settings) != 1)} {_words(settings)}")
     return (f"**{get_task(task).description[:1].upper()}{get_task(task).description[1:]}** "
-            f"(protocol {_words(md_escape(t) for t in _tokens(rows))}). We scored {len(models)} "
+            f"(protocol {_words(md_escape(t) for t in version_tokens(rows))}). We scored {len(models)} "
             f"model{'s' * (len(models) != 1)} ({_words(md_escape(m) for m in models)}) on "
             + _words(f"{md_escape(d)} ({subjects[d]})" for d in datasets)
-            + f", under {setting_text}, with seed{'s' * (rows['seed'].nunique() != 1)} {_words(_sorted(rows['seed']))}; "
+            + f", under {setting_text}, with seed{'s' * (rows['seed'].nunique() != 1)} "
+            f"{_words(_sorted(rows['seed']))}; "
             f"{_windows(rows)} windows (segments) were scored in all. The protocol parameters, datasets, models and "
             "flags are in the tables below.")
 
@@ -142,7 +137,7 @@ def _settings_section(rows: pd.DataFrame, tasks: list[str]) -> list[str]:
                 beats = f"{t['context_beats']:.2g} / {t['horizon_beats']:.2g}"
             params = list(dict.fromkeys(p for s in g["protocol"] for p in sampling_of(s)
                                         if "=" in p and not p.startswith("data=")))
-            body.append([task, _words(_tokens(g)), str(dataset), str(setting), seconds, beats,
+            body.append([task, _words(version_tokens(g)), str(dataset), str(setting), seconds, beats,
                          "; ".join(params) or "-", ", ".join(_sorted(g["seed"])), str(_windows(g))])
     unknown = sorted({r[2] for r in body if r[4] == "-" and (parse_setting_name(r[3]) or r[3].isdigit())})
     why = ([f"No seconds for {', '.join(unknown)}: the rows predate the sampling-rate column (`python -m harness "
