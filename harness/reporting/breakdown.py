@@ -11,6 +11,8 @@ Why: one score per dataset averages ECG with EDA and the best subject with the w
   its own row's (RMSE from its sums; the physiology task's rate MAE; classification's Macro-F1 on the subject's
   own segments, from the ``predictions`` kept beside the row), averaged over replicates.  A table row gives the
   pooled score (the task table's), the subjects' median, quartiles, best and worst, and names the worst subject.
+- **By horizon in seconds** (tasks with context/horizon settings): each model's settings on every dataset in order
+  of horizon duration (``harness.reporting.setting_times``), so one family reads across sampling rates.
 """
 
 from __future__ import annotations

@@ -98,8 +98,8 @@ def _paragraph(rows: pd.DataFrame, task: str) -> str:
     subjects = {d: ("all subjects in one pooled fold" if f == {"all"} else
                     f"{len(f)} test subject{'s' * (len(f) != 1)}, leave-one-subject-out") for d, f in folds.items()}
     times = settings_in_time(rows, load=True)
-    timed = [f"{r.setting} samples ({seconds_text(r.context_seconds)} of context, {seconds_text(r.horizon_seconds)} "
-             f"of horizon on {r.dataset})" for r in times.itertuples() if np.isfinite(r.sampling_rate)]
+    timed = [_timed_settings(str(d), g.sort_values(["horizon_samples", "context_samples"]))
+             for d, g in times.groupby("dataset", sort=False)]
     settings = _sorted(rows["setting"])
     setting_text = (f"settings (context/horizon) {_words(timed)}" if timed
                     else f"setting{'s' * (len(settings) != 1)} {_words(settings)}")
@@ -111,6 +111,16 @@ def _paragraph(rows: pd.DataFrame, task: str) -> str:
             f"{_words(_sorted(rows['seed']))}; "
             f"{_windows(rows)} windows (segments) were scored in all. The protocol parameters, datasets, models and "
             "flags are in the tables below.")
+
+
+def _timed_settings(dataset: str, times: pd.DataFrame) -> str:
+    """One dataset's settings in samples, with seconds where its rate is known."""
+    rate = times["sampling_rate"].iloc[0]
+    if not np.isfinite(rate):
+        return f"{_words(times['setting'])} samples on {md_escape(dataset)} (sampling rate not known here)"
+    each = (f"{r.setting} ({seconds_text(r.context_seconds)}/{seconds_text(r.horizon_seconds)})"
+            for r in times.itertuples())
+    return f"{_words(each)} samples on {md_escape(dataset)} at {rate:g} Hz"
 
 
 def _table(header: list[str], body: list[list[str]]) -> list[str]:
