@@ -113,3 +113,29 @@ def test_the_horizon_seconds_breakdown_orders_a_model_by_duration_across_dataset
     table = by_horizon_seconds(frame, "forecasting")
     assert [(r[2], r[3], r[4]) for r in table.rows] == [("fast", "128/64", "0.178 s"), ("slow", "48/24", "0.375 s"),
                                                         ("fast", "360/180", "0.5 s")]
+
+
+def _ecg_dataset(bpm: float, rate: float = 128.0, seconds: int = 90):
+    import neurokit2 as nk
+    import numpy as np
+
+    from protocols.data import Dataset, Recording
+
+    ecg = nk.ecg_simulate(duration=seconds, sampling_rate=int(rate), heart_rate=bpm, noise=0.0, random_state=1)
+    values = np.stack([ecg, np.sin(np.arange(ecg.size) / rate)])
+    return Dataset("ecg-toy", ("ECG", "EDA"), (Recording("s1", "r1", values, np.arange(ecg.size) / rate),), rate)
+
+
+def test_the_median_heart_rate_is_the_signals_and_is_cached_by_content(tmp_path, monkeypatch):
+    from harness.reporting import setting_times
+
+    monkeypatch.setenv("SOTER_BENCH_CACHE", str(tmp_path))
+    bpm, channel = setting_times.heart_rate(_ecg_dataset(90.0))
+    assert channel == "ECG" and abs(bpm - 90.0) < 3.0
+    estimate = setting_times.estimate_heart_rate
+    monkeypatch.setattr(setting_times, "estimate_heart_rate", lambda ds: (_ for _ in ()).throw(AssertionError))
+    assert setting_times.heart_rate(_ecg_dataset(90.0)) == (bpm, "ECG")  # the same content: read from the cache
+    eda = _ecg_dataset(90.0)
+    no_heart = type(eda)("eda-only", ("EDA",), (type(eda.recordings[0])("s1", "r1", eda.recordings[0].values[1:],
+                                                                         eda.recordings[0].timestamps),), 128.0)
+    assert estimate(no_heart) == (None, None)
