@@ -43,6 +43,67 @@ class Setting:
         return cls(int(parts[0]), int(parts[1]))
 
 
+@dataclass(frozen=True)
+class DurationSetting:
+    """A setting given in seconds (``4s/2s``): a physiologist thinks in seconds and beats, and one setting in
+    samples is 2 s at 64 Hz but 0.36 s at 360 Hz. It becomes a :class:`Setting` in samples at each dataset's rate
+    (:meth:`at`), so that records, keys and tables keep settings in samples."""
+
+    context_seconds: float
+    horizon_seconds: float
+
+    def __post_init__(self) -> None:
+        for value in (self.context_seconds, self.horizon_seconds):
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise SpecError(f"setting {self.name}: durations must be positive seconds")
+
+    @property
+    def name(self) -> str:
+        return f"{self.context_seconds:g}s/{self.horizon_seconds:g}s"
+
+    def at(self, sampling_rate: float) -> Setting:
+        """The setting in samples at ``sampling_rate`` Hz: each duration rounded to the nearest sample (halves up),
+        at least the shortest setting there is (context 2, horizon 1)."""
+        if not (math.isfinite(sampling_rate) and sampling_rate > 0):
+            raise SpecError(f"setting {self.name} needs a positive sampling rate, got {sampling_rate!r}")
+        return Setting(max(2, _nearest(self.context_seconds * sampling_rate)),
+                       max(1, _nearest(self.horizon_seconds * sampling_rate)))
+
+
+def _nearest(value: float) -> int:
+    return int(math.floor(value + 0.5 + 1e-9))  # 1e-9: 0.36 s x 360 Hz is 129.6 (not 129.59999)
+
+
+def parse_setting(text: str) -> Setting | DurationSetting:
+    """``96/48`` (samples) or ``4s/2s`` (seconds; both lengths in one unit): the words of ``--settings``."""
+    parts = [p.strip() for p in str(text).split("/")]
+    if len(parts) == 2 and all(p.endswith("s") for p in parts):
+        try:
+            seconds = float(parts[0][:-1]), float(parts[1][:-1])
+        except ValueError:
+            seconds = None
+        if seconds is not None:
+            return DurationSetting(*seconds)
+    elif not any(p.endswith("s") for p in parts):
+        return Setting.parse(text)
+    raise SpecError(f"setting {text!r} is not of the form CONTEXT/HORIZON in samples (96/48) or in seconds (4s/2s)")
+
+
+def settings_at(settings: tuple[Setting | DurationSetting, ...], sampling_rate: float | None) -> tuple[Setting, ...]:
+    """``settings`` in samples at ``sampling_rate``: durations turned into samples; a setting that two words give
+    at this rate (``64/32`` and ``1s/0.5s`` at 64 Hz) is one setting. Durations without a rate are a SpecError."""
+    out: list[Setting] = []
+    for s in settings:
+        if isinstance(s, DurationSetting):
+            if sampling_rate is None:
+                raise SpecError(f"setting {s.name} is in seconds but the dataset has no sampling rate; give it in "
+                                "samples (e.g. 96/48)")
+            s = s.at(sampling_rate)
+        if s not in out:
+            out.append(s)
+    return tuple(out)
+
+
 PAPER_SETTINGS: tuple[Setting, ...] = (
     Setting(48, 24), Setting(72, 36), Setting(96, 48), Setting(128, 64),
 )

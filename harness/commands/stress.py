@@ -11,12 +11,13 @@ from pathlib import Path
 from protocols.specs import ARTEFACT_PLACEMENTS, SpecError  # no torch: the parser's choices
 
 
-BREAKDOWNS = ("modality", "subject")
+BREAKDOWNS = ("modality", "subject", "horizon-seconds")
 FIELD_PREFIX = "subject-field:"
 
 
 def parse_by(text: str) -> str:
-    """``modality``, ``subject`` or ``subject-field:FIELD`` (a field of the dataset's per-subject metadata)."""
+    """``modality``, ``subject``, ``horizon-seconds`` or ``subject-field:FIELD`` (a field of the dataset's per-subject
+    metadata)."""
     if text in BREAKDOWNS or (text.startswith(FIELD_PREFIX) and text[len(FIELD_PREFIX):]):
         return text
     raise argparse.ArgumentTypeError(f"unknown breakdown {text!r}; known: {', '.join(BREAKDOWNS)}, "
@@ -24,10 +25,11 @@ def parse_by(text: str) -> str:
 
 
 def add_table_arguments(table: argparse.ArgumentParser) -> None:
-    table.add_argument("--by", type=parse_by, default=None, metavar="modality|subject|subject-field:FIELD",
+    table.add_argument("--by", type=parse_by, default=None, metavar="modality|subject|horizon-seconds|subject-field:FIELD",
                        help="break the task's tables down by signal modality, by subject, or by a per-subject "
                             "metadata field with bootstrap intervals (text, Markdown, LaTeX, and a figure for the "
-                            "first two; docs/protocols.md, Breakdowns)")
+                            "first two; docs/protocols.md, Breakdowns), or list each model's settings on every "
+                            "dataset by horizon in seconds (docs/commands.md)")
     table.add_argument("--dataset", action="append", default=None, metavar="NAME|PATH",
                        help="with --by subject-field: the dataset(s) whose per-subject fields are read (default: "
                             "the records' dataset names); matched to the rows by their data fingerprint")

@@ -24,7 +24,7 @@ from protocols.specs import (ARTEFACT_KINDS, ARTEFACT_PLACEMENTS, BURST_DISTRIBU
                              DEFAULT_SHIFT_KINDS, HEADS, LABEL_BUDGETS, MAINS_FREQUENCIES, MASK_CHANNELS, MASK_KINDS,
                              MISSING_RATES, NOISE_LEVELS, PAPER_SETTINGS, PHYSIOLOGY_MEASURES, PHYSIOLOGY_SOURCES,
                              SHIFT_KINDS, SHIFT_SEVERITIES, WINDOWS_PER_SUBJECT, ArtefactSpec, MaskSpec, PhysiologySpec,
-                             Setting, SpecError)
+                             SpecError, parse_setting)
 
 
 @dataclass(frozen=True)
@@ -91,9 +91,10 @@ def choice(known: tuple) -> Callable[[str], Any]:
 
 
 # -- the options of the built-in tasks -----------------------------------------------------------------
-SETTINGS = Option("--settings", "context/horizon settings in samples (the paper's \"windows\") "
+SETTINGS = Option("--settings", "context/horizon settings in samples (the paper's \"windows\"), or in seconds "
+                  "(4s/2s: samples at each dataset's rate, nearest sample) "
                   f"(default: {_words((s.name for s in PAPER_SETTINGS), '{}')} for forecasting and calibration, 96/48 "
-                  "for noise and shift)", Setting.parse, many=True, metavar="C/H")
+                  "for noise and shift)", parse_setting, many=True, metavar="C/H")
 _WINDOWS_DEFAULTS = "; ".join(f"{n}: {', '.join(t for t, m in WINDOWS_PER_SUBJECT.items() if m == n)}"
                               for n in dict.fromkeys(WINDOWS_PER_SUBJECT.values()))
 MAX_WINDOWS_PER_SUBJECT = Option("--max-windows-per-subject", "windows (segments) drawn per subject (default, per "

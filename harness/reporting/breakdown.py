@@ -11,6 +11,8 @@ Why: one score per dataset averages ECG with EDA and the best subject with the w
   its own row's (RMSE from its sums; the physiology task's rate MAE; classification's Macro-F1 on the subject's
   own segments, from the ``predictions`` kept beside the row), averaged over replicates.  A table row gives the
   pooled score (the task table's), the subjects' median, quartiles, best and worst, and names the worst subject.
+- **By horizon in seconds** (tasks with context/horizon settings): each model's settings on every dataset in order
+  of horizon duration (``harness.reporting.setting_times``), so one family reads across sampling rates.
 """
 
 from __future__ import annotations
@@ -259,19 +261,61 @@ def _pooled_scores(frame: pd.DataFrame, task: str) -> dict[tuple[str, str, str],
     return {k: float(g[metric].mean()) * scale for k, g in ok.groupby(["condition", "dataset", "model"])}
 
 
+# -- by horizon in seconds -------------------------------------------------------------------------
+def by_horizon_seconds(frame: pd.DataFrame, task: str) -> Breakdown:
+    """Each model across datasets by horizon in seconds: one line per (condition, model, dataset, setting) with the
+    setting's context and horizon in seconds (and beats, ``harness.reporting.setting_times``), RMSE and MAE x100
+    (folds pooled, the mean over seeds), a model's lines ordered by horizon seconds, so that one family reads
+    across datasets at equal durations rather than equal sample counts."""
+    from harness.reporting.setting_times import HR_METHOD, seconds_text, settings_in_time
+    from protocols.specs import SpecError
+
+    rows = _current(frame, task)
+    per = pooled(frame, task)
+    if per.empty or "setting" not in per or settings_in_time(rows).empty:
+        raise SpecError(f"task {task} has no context/horizon settings to put in seconds (forecasting, noise, "
+                        "calibration, shift and irregular have)")
+    times = settings_in_time(rows, load=True).set_index(["dataset", "setting"])
+    ok = per[per["complete"]]
+    scores = ok.groupby(["condition", "dataset", "model", "setting"], sort=False)[["rmse", "mae"]].mean()
+    lines = []
+    for (condition, dataset, model, setting), r in scores.iterrows():
+        t = times.loc[(dataset, setting)] if (dataset, setting) in times.index else None
+        lines.append((condition, model, dataset, setting, np.nan if t is None else t["horizon_seconds"],
+                      np.nan if t is None else t["context_seconds"], np.nan if t is None else t["horizon_beats"],
+                      r["rmse"] * SCALE, r["mae"] * SCALE))
+    first = {m: i for i, m in enumerate(dict.fromkeys(line[1] for line in lines))}  # models as first seen
+    lines.sort(key=lambda x: (x[0], first[x[1]], np.inf if not np.isfinite(x[4]) else x[4], x[2]))
+    body = tuple((c, m, d, s, seconds_text(h), seconds_text(cs), f"{b:.2g}" if np.isfinite(b) else "-", _fmt(e1),
+                  _fmt(e2)) for c, m, d, s, h, cs, b, e1, e2 in lines)
+    notes = [f"beats: at the dataset's median heart rate ({HR_METHOD})"]
+    unknown = sorted({d for _, _, d, _, h, *_ in lines if not np.isfinite(h)})
+    if unknown:
+        notes.append(f"no sampling rate known for {', '.join(unknown)}: not in the records (`restamp` fills them) "
+                     "and the dataset does not load here (--data-root or $SOTER_BENCH_DATA)")
+    caption = (f"{_task(task).name} by horizon in seconds: RMSE and MAE x100 per setting (folds pooled, mean over "
+               "seeds), each model's settings on every dataset ordered by horizon duration.")
+    return Breakdown(caption, ("condition", "model", "dataset", "setting", "horizon", "context", "horizon beats",
+                               "RMSE", "MAE"), body, tuple(notes + code_notes(frame, task)))
+
+
 # -- outputs -------------------------------------------------------------------------------------
 def breakdown_tables(frame: pd.DataFrame, task: str, out: Path, by: str) -> list[tuple[str, Breakdown]]:
     if by == "modality":
         return [(f"{task}_by_modality", by_modality(frame, task, out))]
     if by == "subject":
         return [(f"{task}_by_subject", by_subject(frame, task, out))]
-    raise ValueError(f"unknown breakdown {by!r}; known: modality, subject")
+    if by == "horizon-seconds":
+        return [(f"{task}_by_horizon_seconds", by_horizon_seconds(frame, task))]
+    raise ValueError(f"unknown breakdown {by!r}; known: modality, subject, horizon-seconds")
 
 
 def breakdown_figures(frame: pd.DataFrame, task: str, out: Path, by: str) -> list[Path]:
     from harness.reporting.breakdown_figure import modality_figure, subject_figure
 
     folder = Path(out) / "figures"
+    if by == "horizon-seconds":  # a table only
+        return []
     if by == "modality":
         sums, _ = modality_sums(frame, task, out)
         return modality_figure(sums, _task(task), folder / f"{task}_by_modality")

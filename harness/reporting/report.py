@@ -263,6 +263,11 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
     produced = _task_tables(frame, out, read_declared_sources(records_file.parent), read_verdicts(records_file.parent))
     made, missing = _task_figures(frame, out)
     produced += made
+    from harness.reporting.methods import methods_markdown
+
+    (out / "METHODS.md").write_text(methods_markdown(frame, read_declared_sources(records_file.parent)))
+    produced.append("METHODS.md: the methods section (settings in samples and seconds, protocol versions, seeds, "
+                    "datasets, subjects, windows, models, real-time factors, the flags that change a number)")
     made, not_found = _copied_figures(results.parent if results.is_file() else results, out)
     produced, missing = produced + made, missing + not_found
     made, why_not, cells = write_study_tables(root, out)

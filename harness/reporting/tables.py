@@ -293,10 +293,11 @@ def error_table(frame: pd.DataFrame, task: str, condition: str | None = None, mo
                 notes.append(f"{model} on {ds}: {problem}")
     measured = [m for m in models if any(e.status == "ok" for (name, _), e in entries.items() if name == m)]
     from harness.records.configurations import scored_notes
+    from harness.reporting.setting_times import settings_note
 
     return grouped(Table(caption, columns, tuple(models), entries, tuple(notes),
                          model_notes(registry_names(rows, measured), task) + scored_notes(rows, measured)
-                         + provenance_notes(rows)), rows)
+                         + settings_note(rows) + provenance_notes(rows)), rows)
 
 
 # -- tables of per-row metrics ------------------------------------------------------------
@@ -403,11 +404,10 @@ def provenance_notes(rows: pd.DataFrame) -> tuple[str, ...]:
     """The provenance of the rows: the task versions they were computed under and the code digests that computed
     them (the versions decide whether a row is current; the digests only say by what code, docs/records.md)."""
     from harness.records.configurations import recorded_code
-    from harness.registry.versions import protocol_version, version_token
 
     if rows.empty or "protocol" not in rows:
         return ()
-    tokens = sorted({version_token(str(t), protocol_version(str(t), str(p))) for t, p in zip(rows["task"], rows["protocol"])})
+    tokens = version_tokens(rows)
     codes: dict[str, int] = {}
     for info in rows["model_info"] if "model_info" in rows else ():
         code = recorded_code(info) or "not recorded"
@@ -415,6 +415,13 @@ def provenance_notes(rows: pd.DataFrame) -> tuple[str, ...]:
     shown = ", ".join(f"{code} ({n} rows)" for code, n in sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))[:4])
     more = f" and {len(codes) - 4} more" if len(codes) > 4 else ""
     return (f"provenance: {', '.join(tokens)}; computed by code {shown}{more}",)
+
+
+def version_tokens(rows: pd.DataFrame) -> list[str]:
+    """The task versions the rows were computed under (``forecasting-v1``), sorted."""
+    from harness.registry.versions import protocol_version, version_token
+
+    return sorted({version_token(str(t), protocol_version(str(t), str(p))) for t, p in zip(rows["task"], rows["protocol"])})
 
 
 def model_notes(models, task: str | None = None) -> tuple[str, ...]:

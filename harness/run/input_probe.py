@@ -26,6 +26,7 @@ def probe_run(config, summary, datasets: dict[str, Any], model_options: Callable
     from harness.records.input_sensitivity import record_verdicts
     from models.registry import get_spec
     from protocols.sensitivity import probe_input
+    from protocols.data import nominal_sampling_rate
     from protocols.splits import loso_folds
 
     spec = config.specs(config.run_seeds[0])
@@ -36,6 +37,7 @@ def probe_run(config, summary, datasets: dict[str, Any], model_options: Callable
     for ref, dataset in datasets.items():
         label = summary.dataset_labels.get(ref, dataset.name)
         fold = loso_folds(dataset)[0]
+        spec = config.specs(config.run_seeds[0], nominal_sampling_rate(dataset))  # settings in seconds: this rate's
         for model in models:
             entry = {"dataset": label, "model": model, "model_id": summary.identities[model]["model_id"],
                      "fold": fold.test_subject, "seed": spec.sampling.seed}

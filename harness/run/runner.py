@@ -25,9 +25,9 @@ from harness.registry.versions import protocol_version, task_version, with_versi
 from harness.run.adaptation import adapted_models, check_adaptation, is_adapted
 from harness.run.threads import single_thread_unless_set
 from harness.run.usage import check_models
-from protocols.data import dataset_fingerprint
+from protocols.data import dataset_fingerprint, nominal_sampling_rate
 from protocols.datasets import all_datasets, check_dataset, is_path_like, load_dataset, resolve_data_root
-from protocols.specs import SpecError
+from protocols.specs import DurationSetting, SpecError, settings_at
 
 from harness.run.names import DEFAULT_OUT, RECORDS_FILE  # where a run writes (re-exported)
 
@@ -91,9 +91,14 @@ class RunConfig:
     def run_seeds(self) -> tuple[int, ...]:
         return self.seeds if self.seeds is not None else tuple(self.task_object.default_seeds)
 
-    def specs(self, seed: int):
-        """The task's spec for one seed (the seed draws the windows of forecasting and noise)."""
-        return self.task_object.spec(self.task_options, seed)
+    def specs(self, seed: int, sampling_rate: float | None = None):
+        """The task's spec for one seed (the seed draws the windows of forecasting and noise) on a dataset of
+        ``sampling_rate`` Hz: settings given in seconds become samples at that rate (``protocols.specs.settings_at``).
+        Without a rate (checks before any dataset is loaded) they are taken at 1 Hz, which checks the other options."""
+        given = dict(self.options)
+        if any(isinstance(s, DurationSetting) for s in given.get("settings") or ()):
+            given["settings"] = settings_at(given["settings"], sampling_rate or 1.0)
+        return self.task_object.spec(task_options(self.task, given), seed)
 
     @property
     def records_path(self) -> Path:
@@ -377,7 +382,7 @@ def plan(config: RunConfig, cluster_gpus: int | None = None,
         _record_sources(config, label, dataset.metadata.get("source_database", ()))
         data_fp = dataset_fingerprint(dataset)
         for seed in config.run_seeds:
-            spec = config.specs(seed)
+            spec = config.specs(seed, nominal_sampling_rate(dataset) if _in_seconds(config) else None)
             # the task's declared version leads the fingerprint: it decides whether a finished row is current
             protocol = with_version(config.task, task_version(task), f"{spec.fingerprint()};data={data_fp}")
             summary.protocols.setdefault(label, set()).add(protocol)
@@ -400,6 +405,11 @@ def plan(config: RunConfig, cluster_gpus: int | None = None,
                         cells.append((cell, fields))
     summary.planned = len(cells)
     return cells, summary
+
+
+def _in_seconds(config: RunConfig) -> bool:
+    """Whether a setting is given in seconds (then the dataset's rate turns it into samples)."""
+    return any(isinstance(s, DurationSetting) for s in config.options.get("settings") or ())
 
 
 def model_identity(task: str, model: str, options: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
