@@ -11,13 +11,18 @@ from pathlib import Path
 from protocols.specs import ARTEFACT_PLACEMENTS  # no torch: the parser's choices
 
 
-BREAKDOWNS = ("modality", "subject")
+BREAKDOWNS = ("modality", "subject", "beats", "quality", "atlas")
 
 
 def add_table_arguments(table: argparse.ArgumentParser) -> None:
     table.add_argument("--by", choices=BREAKDOWNS, default=None,
-                       help="break the task's tables down by signal modality or by subject (text, Markdown, LaTeX "
-                            "and a figure; docs/protocols.md, Breakdowns)")
+                       help="break the task's tables down by signal modality or by subject (docs/protocols.md, "
+                            "Breakdowns); forecasting and noise also by beats (peak timing, heart rate, HRV), by "
+                            "signal-quality band, or as the failure atlas (docs/stress-tests.md); text, Markdown, "
+                            "LaTeX and a figure")
+    table.add_argument("--data-root", type=Path, default=None,
+                       help="with --by beats|quality|atlas: folder holding downloaded datasets (default: "
+                            "$SOTER_BENCH_DATA), to read the windows again")
 
 
 def add_parsers(sub) -> None:
@@ -47,16 +52,17 @@ def run_artefacts(args: argparse.Namespace) -> int:
     return 0
 
 
-def publish_breakdown(frame, task: str, out: Path, by: str, style: str) -> None:
+def publish_breakdown(frame, task: str, out: Path, by: str, style: str, data_root: Path | None = None) -> None:
     """Print the breakdown tables of ``task`` and write them (txt, md, tex) with their figure under ``out``."""
-    from harness.reporting.breakdown import breakdown_figures, breakdown_tables
+    from harness.reporting.breakdown import publish_breakdown as breakdown
 
     folder = out / "tables"
     folder.mkdir(parents=True, exist_ok=True)
-    for stem, table in breakdown_tables(frame, task, out, by):
+    tables, figures = breakdown(frame, task, out, by, data_root)
+    for stem, table in tables:
         print(table.render(style))
         for fmt, ext in (("text", "txt"), ("markdown", "md"), ("latex", "tex")):
             (folder / f"{stem}.{ext}").write_text(table.render(fmt))
-    for path in breakdown_figures(frame, task, out, by):
+    for path in figures:
         if path.suffix == ".png":
             print(f"figure: {path}")

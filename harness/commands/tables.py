@@ -93,7 +93,7 @@ def _table(args: argparse.Namespace) -> int:
         raise SpecError(f"{out} is read-only: `table` writes its tables there; for archived results use "
                         f"`python -m harness report --results {out} --out ANOTHER_FOLDER`")
     if args.by:
-        stress.publish_breakdown(frame, args.task, out, args.by, args.format)
+        stress.publish_breakdown(frame, args.task, out, args.by, args.format, args.data_root)
         return 0
     if args.show == "provenance":
         return _show_provenance(frame, args.task, out, args.format)
