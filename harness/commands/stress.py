@@ -54,11 +54,15 @@ def run_artefacts(args: argparse.Namespace) -> int:
 
 def publish_breakdown(frame, task: str, out: Path, by: str, style: str, data_root: Path | None = None) -> None:
     """Print the breakdown tables of ``task`` and write them (txt, md, tex) with their figure under ``out``."""
-    from harness.reporting.breakdown import publish_breakdown as breakdown
+    from harness.reporting.breakdown import breakdown_figures, breakdown_tables
+    from harness.reporting.window_breakdowns import WINDOW_BREAKDOWNS, publish_window_breakdown
 
     folder = out / "tables"
     folder.mkdir(parents=True, exist_ok=True)
-    tables, figures = breakdown(frame, task, out, by, data_root)
+    if by in WINDOW_BREAKDOWNS:
+        tables, figures = publish_window_breakdown(frame, task, out, by, data_root)
+    else:
+        tables, figures = breakdown_tables(frame, task, out, by), breakdown_figures(frame, task, out, by)
     for stem, table in tables:
         print(table.render(style))
         for fmt, ext in (("text", "txt"), ("markdown", "md"), ("latex", "tex")):

@@ -39,6 +39,9 @@ def add_report_arguments(rep: argparse.ArgumentParser) -> None:
                      help="where the study runners wrote their files (default: searched under --results)")
     rep.add_argument("--reference", default=None, metavar="MODEL",
                      help="significance marks against MODEL instead of each cell's best model")
+    rep.add_argument("--data-root", type=Path, default=None,
+                     help="folder holding downloaded datasets, to draw the failure atlas's windows (default: "
+                          "$SOTER_BENCH_DATA)")
 
 
 def add_repair_arguments(fix: argparse.ArgumentParser) -> None:
@@ -53,7 +56,8 @@ def report(args: argparse.Namespace) -> int:
         raise SpecError(f"--results {args.results} does not exist; run `python -m harness run ...` first, "
                         "or name the folder that holds records.csv")
     output_folder(args.out, "--out")
-    print(write_report(args.results, args.out, studies=args.studies, reference=args.reference))
+    print(write_report(args.results, args.out, studies=args.studies, reference=args.reference,
+                       data_root=args.data_root))
     return 0
 
 

@@ -11,6 +11,7 @@ recomputed from the models (``harness.reporting.window_rows``).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -95,6 +96,14 @@ def atlas_figure(frame: pd.DataFrame, top: pd.DataFrame, out: Path, path: Path, 
     if top.empty:
         return [], notes
     by_key = frame.set_index("key")
+    rows: dict[str, tuple] = {}
+
+    def computed(dataset, key: str) -> tuple:
+        """A row's windows and forecasts, recomputed once per figure (a row often holds two atlas windows)."""
+        if key not in rows:
+            rows[key] = recompute_row(dataset, by_key.loc[key].rename(key), out)
+        return rows[key]
+
     models = list(dict.fromkeys(top["model"]))
     cols = int(top["rank"].max())
     plt = pyplot()
@@ -105,8 +114,8 @@ def atlas_figure(frame: pd.DataFrame, top: pd.DataFrame, out: Path, path: Path, 
         ax = axes[models.index(w["model"]), int(w["rank"]) - 1]
         ax.set_visible(True)
         dataset = datasets[w["dataset"]]
-        arrays, forecast, note = recompute_row(dataset, by_key.loc[w["key"]].rename(w["key"]), out)
-        _, last, note_last = recompute_row(dataset, by_key.loc[w["reference_key"]].rename(w["reference_key"]), out)
+        arrays, forecast, note = computed(dataset, w["key"])
+        _, last, note_last = computed(dataset, w["reference_key"])
         notes += [n for n in (note, note_last) if n]
         i, j = int(w["index"]), int(w["reference_index"])
         arrays = type(arrays)(arrays.context[i:i + 1], arrays.context_times[i:i + 1], arrays.target[i:i + 1],
@@ -131,3 +140,32 @@ def atlas_figure(frame: pd.DataFrame, top: pd.DataFrame, out: Path, path: Path, 
     files = save_png_pdf(fig, path)
     plt.close(fig)
     return files, list(dict.fromkeys(notes))
+
+
+def write_atlas(frame: pd.DataFrame, results: Path, out: Path,
+                data_root: Path | None = None) -> tuple[list[str], list[tuple[str, str]]]:
+    """The report's failure atlas of every task that keeps per-window forecast errors: its table (Markdown,
+    LaTeX) and figure under ``out``; (produced, not produced with why)."""
+    from harness.registry.tasks import all_tasks
+
+    produced, missing = [], []
+    for task in all_tasks().values():
+        if not getattr(task, "scores_windows", False) or not ((frame["task"] == task.name) & (frame["status"] == "ok")).any():
+            continue
+        table, top = atlas_table(frame, task.name, results)
+        what = f"failure atlas ({task.name})"
+        if top.empty:
+            missing.append((what, "; ".join(table.notes)))
+            continue
+        files, notes = atlas_figure(frame, top, results, out / "figures" / f"{task.name}_atlas", data_root)
+        table = dataclasses.replace(table, notes=tuple(dict.fromkeys(table.notes + tuple(notes))))
+        for style, ext in (("markdown", "md"), ("latex", "tex")):
+            path = out / "tables" / f"{task.name}_atlas.{ext}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(table.render(style))
+        marked = flagged(top)
+        drawn = f", figures/{task.name}_atlas.png" if files else " (no figure: " + "; ".join(notes) + ")"
+        produced.append(f"{what}: tables/{task.name}_atlas.md{drawn}; "
+                        + (f"flagged above {FLAG_RATIO:g}x {REFERENCE}: {', '.join(marked)}" if marked
+                           else f"no model's worst window above {FLAG_RATIO:g}x {REFERENCE}"))
+    return produced, missing

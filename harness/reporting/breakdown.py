@@ -15,7 +15,6 @@ Why: one score per dataset averages ECG with EDA and the best subject with the w
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -261,68 +260,20 @@ def _pooled_scores(frame: pd.DataFrame, task: str) -> dict[tuple[str, str, str],
 
 
 # -- outputs -------------------------------------------------------------------------------------
-WINDOW_BREAKDOWNS = ("beats", "quality", "atlas")  # read the windows' data (--data-root), forecasting and noise
-
-
-def breakdown_tables(frame: pd.DataFrame, task: str, out: Path, by: str,
-                     data_root: Path | None = None) -> list[tuple[str, Breakdown]]:
-    return [(stem, table) for stem, table, _ in _breakdowns(frame, task, out, by, data_root)]
-
-
-def _breakdowns(frame: pd.DataFrame, task: str, out: Path, by: str, data_root: Path | None):
-    """(stem, table, what its figure draws) of one breakdown."""
+def breakdown_tables(frame: pd.DataFrame, task: str, out: Path, by: str) -> list[tuple[str, Breakdown]]:
     if by == "modality":
-        return [(f"{task}_by_modality", by_modality(frame, task, out), None)]
+        return [(f"{task}_by_modality", by_modality(frame, task, out))]
     if by == "subject":
-        return [(f"{task}_by_subject", by_subject(frame, task, out), None)]
-    if by in WINDOW_BREAKDOWNS:
-        if not getattr(_task(task), "scores_windows", False):
-            raise ValueError(f"{task} has no breakdown by {by}: it keeps no per-window forecast errors "
-                             "(forecasting and noise do)")
-        if by == "beats":
-            from harness.reporting.beat_table import by_beats
-
-            return [(f"{task}_by_beats", *by_beats(frame, task, out, data_root))]
-        if by == "quality":
-            from harness.reporting.quality_bands import by_quality
-
-            return [(f"{task}_by_quality", *by_quality(frame, task, out, data_root))]
-        from harness.reporting.atlas import atlas_table
-
-        return [(f"{task}_atlas", *atlas_table(frame, task, out))]
-    raise ValueError(f"unknown breakdown {by!r}; known: modality, subject, {', '.join(WINDOW_BREAKDOWNS)}")
+        return [(f"{task}_by_subject", by_subject(frame, task, out))]
+    raise ValueError(f"unknown breakdown {by!r}; known: modality, subject")
 
 
-def publish_breakdown(frame: pd.DataFrame, task: str, out: Path, by: str, data_root: Path | None = None
-                      ) -> tuple[list[tuple[str, Breakdown]], list[Path]]:
-    """The breakdown's tables and its figures (under ``out/figures``), computed once."""
+def breakdown_figures(frame: pd.DataFrame, task: str, out: Path, by: str) -> list[Path]:
     from harness.reporting.breakdown_figure import modality_figure, subject_figure
 
     folder = Path(out) / "figures"
-    found = _breakdowns(frame, task, out, by, data_root)
-    tables = [(stem, table) for stem, table, _ in found]
     if by == "modality":
         sums, _ = modality_sums(frame, task, out)
-        return tables, modality_figure(sums, _task(task), folder / f"{task}_by_modality")
-    if by == "subject":
-        per, metric, higher = subject_scores(frame, task, out)
-        return tables, subject_figure(per, metric, higher, _task(task), folder / f"{task}_by_subject")
-    stem, table, drawn = found[0]
-    if by == "beats":
-        from harness.reporting.beat_table import beat_figure
-
-        return tables, beat_figure(drawn, folder / stem)
-    if by == "quality":
-        from harness.reporting.quality_bands import quality_figure
-
-        return tables, quality_figure(drawn, folder / stem)
-    from harness.reporting.atlas import atlas_figure
-
-    files, notes = atlas_figure(frame, drawn, out, folder / stem, data_root)
-    if notes:
-        tables = [(stem, dataclasses.replace(table, notes=table.notes + tuple(notes)))]
-    return tables, files
-
-
-def breakdown_figures(frame: pd.DataFrame, task: str, out: Path, by: str, data_root: Path | None = None) -> list[Path]:
-    return publish_breakdown(frame, task, out, by, data_root)[1]
+        return modality_figure(sums, _task(task), folder / f"{task}_by_modality")
+    per, metric, higher = subject_scores(frame, task, out)
+    return subject_figure(per, metric, higher, _task(task), folder / f"{task}_by_subject")
