@@ -102,3 +102,31 @@ def test_the_atlas_says_when_last_value_has_no_window_errors(tmp_path):
                            "setting": "96/48", "condition": "clean", "seed": 0, "fold": "s1"}])
     top, notes = atlas(window_frame(frame, "forecasting", tmp_path)[0])
     assert top.empty and "last-value" in notes[0] and "--rerun" in notes[0]
+
+
+def test_the_cli_writes_the_window_breakdowns_and_the_report_its_atlas(tmp_path, capsys):
+    """On a toy run (last value and window mean, a user-folder dataset found under --data-root): each breakdown's
+    table in three formats, the quality and atlas figures, and the report's atlas."""
+    from harness.cli import main
+    from harness.reporting.report import write_report
+    from harness.run.runner import RunConfig, execute
+    from protocols.datasets.folder import write_folder_dataset
+    from protocols.specs import Setting
+    from tests.test_breakdown import _dataset
+
+    write_folder_dataset(_dataset(), tmp_path / "bd")
+    out = tmp_path / "out"
+    execute(RunConfig(task="forecasting", models=("last-value", "window-mean"), datasets=(str(tmp_path / "bd"),),
+                      out=out, progress=False, options={"settings": (Setting(32, 8),), "max_windows_per_subject": 3}),
+            log=lambda m: None)
+    for by in ("beats", "quality", "atlas"):
+        assert main(["table", "forecasting", "--out", str(out), "--by", by, "--data-root", str(tmp_path)]) == 0
+        stem = "forecasting_atlas" if by == "atlas" else f"forecasting_by_{by}"
+        for ext in ("txt", "md", "tex"):
+            assert (out / "tables" / f"{stem}.{ext}").stat().st_size > 0
+    printed = capsys.readouterr().out
+    assert "below what the ECG/PPG detectors need" in printed  # 10 Hz: counted, never guessed
+    assert (out / "figures" / "forecasting_by_quality.png").exists() and (out / "figures" / "forecasting_atlas.png").exists()
+    report = write_report(out, tmp_path / "report", data_root=tmp_path)
+    assert any(p.startswith("failure atlas (forecasting): tables/forecasting_atlas.md, figures/forecasting_atlas.png")
+               for p in report.produced)

@@ -11,7 +11,8 @@ from pathlib import Path
 from protocols.specs import ARTEFACT_PLACEMENTS  # no torch: the parser's choices
 
 
-BREAKDOWNS = ("modality", "subject", "beats", "quality", "atlas")
+WINDOW_BREAKDOWNS = ("beats", "quality", "atlas")  # they read the windows again: --data-root
+BREAKDOWNS = ("modality", "subject", *WINDOW_BREAKDOWNS)
 
 
 def add_table_arguments(table: argparse.ArgumentParser) -> None:
@@ -55,7 +56,7 @@ def run_artefacts(args: argparse.Namespace) -> int:
 def publish_breakdown(frame, task: str, out: Path, by: str, style: str, data_root: Path | None = None) -> None:
     """Print the breakdown tables of ``task`` and write them (txt, md, tex) with their figure under ``out``."""
     from harness.reporting.breakdown import breakdown_figures, breakdown_tables
-    from harness.reporting.window_breakdowns import WINDOW_BREAKDOWNS, publish_window_breakdown
+    from harness.reporting.window_breakdowns import publish_window_breakdown
 
     folder = out / "tables"
     folder.mkdir(parents=True, exist_ok=True)

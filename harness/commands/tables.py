@@ -96,6 +96,8 @@ def _table(args: argparse.Namespace) -> int:
     if not os.access(out, os.W_OK) or read_only(out):
         raise SpecError(f"{out} is read-only: `table` writes its tables there; for archived results use "
                         f"`python -m harness report --results {out} --out ANOTHER_FOLDER`")
+    if args.data_root is not None and args.by not in stress.WINDOW_BREAKDOWNS:
+        raise SpecError("--data-root is read by --by beats|quality|atlas only (they read the windows again)")
     if args.by:
         stress.publish_breakdown(frame, args.task, out, args.by, args.format, args.data_root)
         return 0

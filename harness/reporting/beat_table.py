@@ -42,10 +42,13 @@ def beat_cases(frame: pd.DataFrame, task: str, out: Path, data_root: Path | None
         row = by_key.loc[key].rename(key)
         dataset = datasets[row["dataset"]]
         modalities = channel_modalities(dataset)
-        cardiac = beat_channels(modalities)
+        fs = float(dataset.sampling_rate or 0.0)
+        cardiac = [(c, m) for c, m in beat_channels(modalities) if fs >= m.min_sampling_rate]
+        if len(cardiac) < len(beat_channels(modalities)):
+            notes.append(f"{row['dataset']}: sampled at {fs:g} Hz, below what the ECG/PPG detectors need "
+                         "(physiology's minimum rates): those channels are not scored")
         if not cardiac:
             continue
-        fs = float(dataset.sampling_rate)
         rec, start = w["recording"].to_numpy(), w["start"].to_numpy()
         refs = tuple(WindowRef(int(r), int(s)) for r, s in zip(rec, start))
         arrays = windows_at(dataset, get_fold(dataset, row["fold"]), Setting.parse(row["setting"]), refs)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from harness.reporting.breakdown import Breakdown
 
-WINDOW_BREAKDOWNS = ("beats", "quality", "atlas")
+WINDOW_BREAKDOWNS = ("beats", "quality", "atlas")  # the choices of `table --by` that read the windows again
 
 
 def publish_window_breakdown(frame: pd.DataFrame, task: str, out: Path, by: str, data_root: Path | None = None
