@@ -127,6 +127,8 @@ def test_the_cli_writes_the_window_breakdowns_and_the_report_its_atlas(tmp_path,
     printed = capsys.readouterr().out
     assert "below what the ECG/PPG detectors need" in printed  # 10 Hz: counted, never guessed
     assert (out / "figures" / "forecasting_by_quality.png").exists() and (out / "figures" / "forecasting_atlas.png").exists()
+    assert main(["table", "forecasting", "--out", str(out), "--data-root", str(tmp_path)]) == 2  # read by nothing
+    assert capsys.readouterr().err.strip().startswith("error: --data-root is read by --by beats|quality|atlas only")
     report = write_report(out, tmp_path / "report", data_root=tmp_path)
     assert any(p.startswith("failure atlas (forecasting): tables/forecasting_atlas.md, figures/forecasting_atlas.png")
                for p in report.produced)
