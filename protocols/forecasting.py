@@ -16,7 +16,7 @@ from protocols.modality import channel_modalities
 from protocols.scaling import fit_fold_scaler
 from protocols.specs import ForecastingSpec, Setting
 from protocols.splits import Fold
-from protocols.windows import WindowArrays, WindowSelection, extract, select_windows
+from protocols.windows import WindowArrays, WindowRef, WindowSelection, extract, select_windows
 
 
 @dataclass(frozen=True)
@@ -31,15 +31,20 @@ class ForecastOutcome:
 def fold_windows(dataset: Dataset, fold: Fold, setting: Setting, spec: ForecastingSpec) -> tuple[WindowArrays, WindowSelection]:
     """Normalised test windows of a fold in one setting; the scaler sees the training subjects only."""
     selection = select_windows(dataset, fold.test_subject, setting, spec.sampling)
-    raw = extract(dataset, selection.windows, setting)
+    return windows_at(dataset, fold, setting, selection.windows), selection
+
+
+def windows_at(dataset: Dataset, fold: Fold, setting: Setting, refs: tuple[WindowRef, ...]) -> WindowArrays:
+    """The given windows of a fold, normalised as :func:`fold_windows` does: what a per-window breakdown
+    recomputes for the windows a cell's per-window errors name (their recording and start)."""
+    raw = extract(dataset, refs, setting)
     scaler = fit_fold_scaler(dataset, fold)
-    arrays = WindowArrays(
+    return WindowArrays(
         context=scaler.transform(raw.context),
         context_times=raw.context_times,
         target=scaler.transform(raw.target),
         target_times=raw.target_times,
     )
-    return arrays, selection
 
 
 def fold_training_series(dataset: Dataset, fold: Fold, setting: Setting) -> TrainingSeries:

@@ -11,13 +11,13 @@ from pathlib import Path
 from protocols.specs import ARTEFACT_PLACEMENTS, SpecError  # no torch: the parser's choices
 
 
-BREAKDOWNS = ("modality", "subject", "horizon-seconds")
+WINDOW_BREAKDOWNS = ("beats", "quality", "atlas")  # they read the windows again: --data-root
+BREAKDOWNS = ("modality", "subject", "horizon-seconds", *WINDOW_BREAKDOWNS)
 FIELD_PREFIX = "subject-field:"
 
 
 def parse_by(text: str) -> str:
-    """``modality``, ``subject``, ``horizon-seconds`` or ``subject-field:FIELD`` (a field of the dataset's per-subject
-    metadata)."""
+    """One of :data:`BREAKDOWNS`, or ``subject-field:FIELD`` (a field of the dataset's per-subject metadata)."""
     if text in BREAKDOWNS or (text.startswith(FIELD_PREFIX) and text[len(FIELD_PREFIX):]):
         return text
     raise argparse.ArgumentTypeError(f"unknown breakdown {text!r}; known: {', '.join(BREAKDOWNS)}, "
@@ -25,16 +25,18 @@ def parse_by(text: str) -> str:
 
 
 def add_table_arguments(table: argparse.ArgumentParser) -> None:
-    table.add_argument("--by", type=parse_by, default=None, metavar="modality|subject|horizon-seconds|subject-field:FIELD",
+    table.add_argument("--by", type=parse_by, default=None, metavar="|".join((*BREAKDOWNS, "subject-field:FIELD")),
                        help="break the task's tables down by signal modality, by subject, or by a per-subject "
-                            "metadata field with bootstrap intervals (text, Markdown, LaTeX, and a figure for the "
-                            "first two; docs/protocols.md, Breakdowns), or list each model's settings on every "
-                            "dataset by horizon in seconds (docs/commands.md)")
+                            "metadata field with bootstrap intervals (docs/protocols.md, Breakdowns); forecasting and "
+                            "noise also by beats (peak timing, heart rate, HRV), by signal-quality band, or as the "
+                            "failure atlas (docs/stress-tests.md); or list each model's settings on every dataset by "
+                            "horizon in seconds (docs/commands.md)")
     table.add_argument("--dataset", action="append", default=None, metavar="NAME|PATH",
                        help="with --by subject-field: the dataset(s) whose per-subject fields are read (default: "
                             "the records' dataset names); matched to the rows by their data fingerprint")
-    table.add_argument("--data-root", type=Path, default=None, help="with --by subject-field: folder holding "
-                                                                     "downloaded datasets")
+    table.add_argument("--data-root", type=Path, default=None,
+                       help="with --by subject-field|beats|quality|atlas: folder holding downloaded datasets (default: "
+                            "$SOTER_BENCH_DATA), to read the dataset or its windows again")
 
 
 def subject_fields(frame, task: str, field: str, refs: list[str] | None, data_root: Path | None
@@ -92,10 +94,12 @@ def run_artefacts(args: argparse.Namespace) -> int:
 
 
 def publish_breakdown(frame, task: str, out: Path, by: str, style: str,
-                      fields: dict[str, dict[str, str]] | None = None) -> None:
+                      fields: dict[str, dict[str, str]] | None = None, data_root: Path | None = None) -> None:
     """Print the breakdown tables of ``task`` and write them (txt, md, tex) with their figure under ``out``;
-    ``fields`` (``subject_fields``) for a breakdown by subject field, which has no figure."""
+    ``fields`` (``subject_fields``) for a breakdown by subject field, which has no figure; ``data_root`` for the
+    breakdowns that read the windows again."""
     from harness.reporting.breakdown import breakdown_figures, breakdown_tables
+    from harness.reporting.window_breakdowns import publish_window_breakdown
 
     folder = out / "tables"
     folder.mkdir(parents=True, exist_ok=True)
@@ -103,13 +107,15 @@ def publish_breakdown(frame, task: str, out: Path, by: str, style: str,
         from harness.reporting.subgroups import by_subject_field
 
         field = by[len(FIELD_PREFIX):]
-        tables = [(f"{task}_by_{field}", by_subject_field(frame, task, out, field, fields or {}))]
+        tables, figures = [(f"{task}_by_{field}", by_subject_field(frame, task, out, field, fields or {}))], []
+    elif by in WINDOW_BREAKDOWNS:
+        tables, figures = publish_window_breakdown(frame, task, out, by, data_root)
     else:
-        tables = breakdown_tables(frame, task, out, by)
+        tables, figures = breakdown_tables(frame, task, out, by), breakdown_figures(frame, task, out, by)
     for stem, table in tables:
         print(table.render(style))
         for fmt, ext in (("text", "txt"), ("markdown", "md"), ("latex", "tex")):
             (folder / f"{stem}.{ext}").write_text(table.render(fmt))
-    for path in [] if by.startswith(FIELD_PREFIX) else breakdown_figures(frame, task, out, by):
+    for path in figures:
         if path.suffix == ".png":
             print(f"figure: {path}")

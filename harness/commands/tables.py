@@ -39,6 +39,9 @@ def add_report_arguments(rep: argparse.ArgumentParser) -> None:
                      help="where the study runners wrote their files (default: searched under --results)")
     rep.add_argument("--reference", default=None, metavar="MODEL",
                      help="significance marks against MODEL instead of each cell's best model")
+    rep.add_argument("--data-root", type=Path, default=None,
+                     help="folder holding downloaded datasets, to draw the failure atlas's windows (default: "
+                          "$SOTER_BENCH_DATA)")
 
 
 def add_repair_arguments(fix: argparse.ArgumentParser) -> None:
@@ -53,7 +56,8 @@ def report(args: argparse.Namespace) -> int:
         raise SpecError(f"--results {args.results} does not exist; run `python -m harness run ...` first, "
                         "or name the folder that holds records.csv")
     output_folder(args.out, "--out")
-    print(write_report(args.results, args.out, studies=args.studies, reference=args.reference))
+    print(write_report(args.results, args.out, studies=args.studies, reference=args.reference,
+                       data_root=args.data_root))
     return 0
 
 
@@ -92,10 +96,14 @@ def _table(args: argparse.Namespace) -> int:
     if not os.access(out, os.W_OK) or read_only(out):
         raise SpecError(f"{out} is read-only: `table` writes its tables there; for archived results use "
                         f"`python -m harness report --results {out} --out ANOTHER_FOLDER`")
+    if args.data_root is not None and not (args.by in stress.WINDOW_BREAKDOWNS
+                                           or str(args.by or "").startswith(stress.FIELD_PREFIX)):
+        raise SpecError("--data-root is read by --by subject-field:FIELD|beats|quality|atlas only (they read the "
+                        "dataset or its windows again)")
     if args.by:
         fields = (stress.subject_fields(frame, args.task, args.by[len(stress.FIELD_PREFIX):], args.dataset,
                                         args.data_root) if args.by.startswith(stress.FIELD_PREFIX) else None)
-        stress.publish_breakdown(frame, args.task, out, args.by, args.format, fields)
+        stress.publish_breakdown(frame, args.task, out, args.by, args.format, fields, args.data_root)
         return 0
     if args.show == "provenance":
         return _show_provenance(frame, args.task, out, args.format)

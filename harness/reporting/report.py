@@ -246,10 +246,11 @@ class Report:
 
 
 def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, studies: Path | None = None,
-                 reference: str | None = None) -> Report:
+                 reference: str | None = None, data_root: Path | None = None) -> Report:
     """Every table and figure the records under ``results`` support, written under ``out``; the study
     tables from the study runners' files found under ``studies`` (default: the ``results`` folder);
-    the statistics (statistics/) test each model against ``reference`` (default: each cell's best)."""
+    the statistics (statistics/) test each model against ``reference`` (default: each cell's best); the failure
+    atlas draws its windows from the datasets under ``data_root`` (default: $SOTER_BENCH_DATA)."""
     from harness.records.store import COLUMNS, read_records
 
     records_file = results / "records.csv" if results.is_dir() else results
@@ -285,6 +286,10 @@ def write_report(results: Path, out: Path, paper_dir: Path = paper.PAPER_DIR, st
     from harness.reporting.overhead import write_overhead  # the System Overhead appendix (benchmarks/system_overhead.py)
 
     made, not_made = write_overhead(results, out, frame, paper_model_names(), records_file, paper_dir)
+    produced, missing = produced + made, missing + not_made
+    from harness.reporting.atlas import write_atlas
+
+    made, not_made = write_atlas(frame, records_file.parent, out, data_root)
     produced, missing = produced + made, missing + not_made
     report = out / "REPORT.md"
     header = (f"Records: {shown_path(records_file)} ({len(frame)} rows). Paper tables: {shown_path(paper_dir)}. "
