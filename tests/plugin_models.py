@@ -172,3 +172,23 @@ class FixedSinusoid(Model):
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
         wave = 0.5 + 0.4 * np.sin(2 * np.pi * 0.3 * query_times)[:, None, :]
         return np.broadcast_to(wave, (*batch.values.shape[:2], query_times.shape[1])).copy()
+
+
+@register_model(description="test only", default=False)
+class Diverging(Model):
+    """Forecasts through SOTER's native ODE solve with a field that blows up: the solve's divergence status."""
+
+    name = "test-diverging"
+    capabilities = Capabilities(multivariate=True)
+
+    def __init__(self, seed: int = 0) -> None:
+        pass
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        import torch
+
+        from models.soter.dopri5 import dopri5
+
+        start = torch.ones(batch.values.shape[0], batch.values.shape[1], dtype=torch.float64)
+        dopri5(lambda s, h: 10 * h * h, start, torch.tensor([0.0, 1.0], dtype=torch.float64), 1e-5, 1e-5)
+        raise AssertionError("the solve of dh/ds = 10 h^2 from 1 cannot reach s = 1")
