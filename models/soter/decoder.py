@@ -59,6 +59,25 @@ class VectorField(nn.Module):
                 x = F.silu(x)
         return x
 
+    def forward_split(self, s: torch.Tensor, h: torch.Tensor, z: torch.Tensor | None,
+                      log_dt_term: torch.Tensor | None, scale: torch.Tensor) -> torch.Tensor:
+        """``scale * forward(s, h, z, log_dt)`` without building the concatenated input: the first layer as
+        ``h W_h^T + (b + s w_s + z w_z + log_dt w_dt)`` (the same sum, other float rounding), SiLU in place when no
+        gradient is recorded. ``log_dt_term`` = log_dt[:, None] * w_dt, constant over a solve. Why: on the
+        decoder's small state the copy and the extra elementwise passes are a fifth of a field evaluation."""
+        first = self.layers[0]
+        hidden = h.shape[1]
+        offset = first.bias + s.to(h.dtype) * first.weight[:, 0]
+        if self.control and z is not None:
+            offset = offset + z[:, None].to(h.dtype) * first.weight[:, 1 + hidden]
+        if log_dt_term is not None:
+            offset = offset + log_dt_term
+        x = torch.addmm(offset, h, first.weight[:, 1:1 + hidden].t())
+        inplace = not torch.is_grad_enabled()
+        for layer in self.layers[1:]:
+            x = layer(F.silu(x, inplace=inplace))
+        return x.mul_(scale) if inplace else x * scale
+
 
 class _Dynamics(nn.Module):
     def __init__(self, field: VectorField, dt: torch.Tensor, t_last: torch.Tensor,
@@ -68,6 +87,10 @@ class _Dynamics(nn.Module):
         self.log_dt = dt.log() if field.field_dt else None
         self.nfe = 0
         self.steps = 0
+        self.split = False  # the native solve's evaluation (VectorField.forward_split)
+        dtype = field.layers[0].weight.dtype
+        self.scale = dt[:, None].to(dtype)
+        self.log_dt_term = None if self.log_dt is None else self.log_dt[:, None].to(dtype) * field.layers[0].weight[:, -1]
 
     def callback_step(self, t0: torch.Tensor, y0: torch.Tensor, dt: torch.Tensor) -> None:
         """torchdiffeq calls this before each step: the same divergence status as the native solve."""
@@ -85,6 +108,8 @@ class _Dynamics(nn.Module):
         z = None
         if self.spline is not None:
             z = self.spline.evaluate((self.t_last + s.to(self.t_last.dtype) * self.dt))
+        if self.split:
+            return self.field.forward_split(s, h, z, self.log_dt_term, self.scale)
         return self.dt[:, None].to(h.dtype) * self.field(s, h, z, self.log_dt)
 
 
@@ -121,6 +146,7 @@ class Decoder(nn.Module):
         dyn = _Dynamics(self.field, dt, t_last, spline)
         grid = s.to(h0.dtype) if h0.dtype == torch.float64 else s.float()
         if cfg.solver == "dopri5" and cfg.solver_impl == "native":
+            dyn.split = True
             states, self.last_steps = dopri5(dyn, h0, grid, cfg.rtol, cfg.atol)
         else:
             options = {"step_size": 1.0 / cfg.rk4_steps} if cfg.solver in FIXED_STEP_SOLVERS else None
