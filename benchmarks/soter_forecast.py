@@ -48,6 +48,22 @@ def _windows(data_root: str | None, count: int, context: int, horizon: int):
     return windows[..., :context], times[:, :context], times[:, context:]
 
 
+def _timed(decoder) -> list[float]:
+    """CPU seconds spent in the decoder's solves (``decoder.evolve``) accumulate in the returned cell."""
+    spent = [0.0]
+    evolve = decoder.evolve
+
+    def timed(*a, **k):
+        t0 = time.process_time()
+        try:
+            return evolve(*a, **k)
+        finally:
+            spent[0] += time.process_time() - t0
+
+    decoder.evolve = timed
+    return spent
+
+
 def _set_impl(adapter, impl: str) -> None:
     adapter.model.config = adapter.model.config.replace(solver_impl=impl)
     adapter.model.decoder.cfg = adapter.model.config
@@ -67,26 +83,33 @@ def compare(args) -> None:
     print(f"# entries {args.entries}, settings {args.settings}, {args.windows} windows x 2 channels, "
           f"rounds {args.rounds}, threads {args.threads}, torch {torch.__version__}, "
           f"data {'MIT-BIH 100' if args.data_root else 'synthetic'}; CPU seconds per forecast (median)")
-    print(f"{'entry':<16}{'setting':<9}{'torchdiffeq':>12}{'native':>9}{'ratio':>7}  steps td/native")
+    print(f"{'entry':<16}{'setting':<9}{'torchdiffeq':>12}{'native':>9}{'ratio':>7}  {'solve td':>9}{'native':>8}"
+          f"{'ratio':>7}  steps td/native")
     for name in args.entries:
         adapter = load_model(name)
+        solve = _timed(adapter.model.decoder)
         for setting in args.settings:
             context, horizon = map(int, setting.split("/"))
             ctx, ctx_times, query = _windows(args.data_root, args.windows, context, horizon)
             batch = SeriesBatch(ctx, ctx_times)
             seconds: dict[str, list[float]] = {impl: [] for impl in IMPLS}
+            solves: dict[str, list[float]] = {impl: [] for impl in IMPLS}
             steps = {}
             for _ in range(args.rounds + 1):  # the first round warms up
                 for impl in IMPLS:
                     _set_impl(adapter, impl)
+                    solve[0] = 0.0
                     t0 = time.process_time()
                     interface.forecast(adapter, batch, query)
                     seconds[impl].append(time.process_time() - t0)
+                    solves[impl].append(solve[0])
                     steps[impl] = adapter.model.decoder.last_steps
             ratios = [a / b for a, b in zip(seconds["torchdiffeq"][1:], seconds["native"][1:])]
+            solve_ratios = [a / b for a, b in zip(solves["torchdiffeq"][1:], solves["native"][1:])]
             td, nat = (statistics.median(seconds[i][1:]) for i in IMPLS)
-            print(f"{name:<16}{setting:<9}{td:>12.3f}{nat:>9.3f}{statistics.median(ratios):>6.2f}x  "
-                  f"{steps['torchdiffeq']}/{steps['native']}")
+            std, snat = (statistics.median(solves[i][1:]) for i in IMPLS)
+            print(f"{name:<16}{setting:<9}{td:>12.3f}{nat:>9.3f}{statistics.median(ratios):>6.2f}x  {std:>9.3f}"
+                  f"{snat:>8.3f}{statistics.median(solve_ratios):>6.2f}x  {steps['torchdiffeq']}/{steps['native']}")
         _set_impl(adapter, "native")
 
 
