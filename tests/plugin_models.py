@@ -180,6 +180,7 @@ class Diverging(Model):
 
     name = "test-diverging"
     capabilities = Capabilities(multivariate=True)
+    forecasts = 0  # batches asked for, in this process
 
     def __init__(self, seed: int = 0) -> None:
         pass
@@ -189,6 +190,7 @@ class Diverging(Model):
 
         from models.soter.dopri5 import dopri5
 
+        Diverging.forecasts += 1
         start = torch.ones(batch.values.shape[0], batch.values.shape[1], dtype=torch.float64)
         dopri5(lambda s, h: 10 * h * h, start, torch.tensor([0.0, 1.0], dtype=torch.float64), 1e-5, 1e-5)
         raise AssertionError("the solve of dh/ds = 10 h^2 from 1 cannot reach s = 1")

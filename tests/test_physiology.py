@@ -3,6 +3,7 @@ on forecasts and whole imputed segments (protocols.physiology, harness.tasks.phy
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 
@@ -219,3 +220,22 @@ def test_a_diverging_forecast_is_an_error_row_naming_the_windows_and_the_cause(t
         for message in errors["error"]:
             assert "ModelDivergedError" in message and "diverged" in message
             assert "left |h| <= 1e+06" in message and "@" in message  # the cause and the windows (recording@start)
+
+
+def test_a_diverged_forecast_is_solved_once_for_all_measures():
+    """Every measure of a fold reads the same forecasts: a diverging model's solve runs once, each cell raises."""
+    from harness.registry.tasks import get_task
+    from harness.run.cells import Cell
+    from protocols.interface import ModelDivergedError
+    from tests.plugin_models import Diverging
+
+    ds = physio_dataset(n_subjects=2, seconds=35)
+    spec = dataclasses.replace(SPEC, sampling=SamplingSpec(max_windows_per_subject=1))
+    task, model = get_task("physiology"), Diverging()
+    before = Diverging.forecasts
+    for measure in ("hr-ecg", "hr-ppg", "br-resp"):
+        cell = Cell(task="physiology", dataset="physio-toy", fold="P1", setting="10s/20s", model="test-diverging",
+                    seed=0, spec=spec, condition=measure)
+        with pytest.raises(ModelDivergedError, match="P1@0"):
+            task.evaluate(cell, ds, model)
+    assert Diverging.forecasts == before + 1
