@@ -10,6 +10,9 @@ from typing import Any
 AUTHORS_HUB_ID = "SII-fkchen/SOTER"  # the authors' released checkpoint (here, not in authors.py: no torch needed)
 
 
+SOLVER_IMPLS = ("native", "torchdiffeq")  # the decoder's dopri5 solve (models.soter.adapter.SolverImpl, tested equal)
+
+
 class ConfigError(ValueError):
     pass
 
@@ -107,7 +110,7 @@ class SoterConfig:
         choices = {"router": ("psd", "learned"), "dft_impl": ("fast", "torch", "loop"),
                    "time_normalisation": ("official", "authors", "none"),
                    "shared_expert_input": ("window_mean", "causal_mean"),
-                   "expert_execution": ("auto", "dense", "grouped"), "solver_impl": ("native", "torchdiffeq"),
+                   "expert_execution": ("auto", "dense", "grouped"), "solver_impl": SOLVER_IMPLS,
                    "input_scaling": ("none", "window"), "output_skip": ("none", "last-value", "damped-trend")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
