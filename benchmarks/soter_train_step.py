@@ -4,6 +4,10 @@ Usage: python benchmarks/soter_train_step.py [--config soter-small] [--batch 8] 
        [--length 512] [--device cpu|cuda] [--regime full|missing] [--dft fast|loop] [--steps 5]
 Random weights and inputs.  Prints ms per step, tokens/s (batch x channels x length per step),
 peak memory on CUDA, and the decoder's NFE.  bf16 autocast on CUDA.
+
+``--impl native|torchdiffeq`` picks the decoder's dopri5 solve; ``--compare`` times both on the same weights
+and batch, their steps interleaved (A B A B ...), and prints the median CPU seconds per step of each and the
+median of the per-pair ratios torchdiffeq / native.
 """
 
 from __future__ import annotations
@@ -17,15 +21,62 @@ from models.soter.model import SoterModel
 from soter_bench import soter_parser, started  # benchmarks/soter_bench.py (the script's folder is on sys.path)
 
 
+def compare(args) -> None:
+    """Both solves on the same weights, batch and optimiser settings, steps interleaved; CPU seconds."""
+    import os
+    import statistics
+
+    os.environ.setdefault("NUMBA_NUM_THREADS", str(args.threads))
+    cfg = preset(args.config).replace(dft_impl=args.dft)
+    base = SoterModel(cfg)
+    models, opts = {}, {}
+    for impl in ("torchdiffeq", "native"):
+        models[impl] = SoterModel(cfg.replace(solver_impl=impl))
+        models[impl].load_state_dict(base.state_dict())
+        models[impl].train()
+        opts[impl] = torch.optim.AdamW(models[impl].parameters(), lr=3e-4, betas=(0.9, 0.95), eps=1e-8,
+                                       weight_decay=0.01)
+    b, c, t = args.batch, args.channels, args.length
+    values = torch.randn(b, c, t + 1)
+    times = (torch.arange(t + 1, dtype=torch.float64) / 125).repeat(b, 1)
+    mask = torch.ones(b, c, t, dtype=torch.bool)
+    if args.regime == "missing":
+        mask = torch.rand(b, c, t) > 0.15
+    seconds = {impl: [] for impl in models}
+    losses = {impl: [] for impl in models}
+    for _ in range(args.steps + 1):  # the first pair warms up
+        for impl, model in models.items():
+            t0 = time.process_time()
+            loss = model.next_step_loss(values[..., :t], times[:, :t], values[..., t], times[:, t], mask,
+                                        controlled=args.regime == "missing")
+            opts[impl].zero_grad(set_to_none=True)
+            loss.backward()
+            opts[impl].step()
+            seconds[impl].append(time.process_time() - t0)
+            losses[impl].append(loss.item())
+    ratio = statistics.median(a / n for a, n in zip(seconds["torchdiffeq"][1:], seconds["native"][1:]))
+    print(f"# {args.config}, batch {b} x C {c} x T {t}, regime {args.regime}, threads {args.threads}, "
+          f"torch {torch.__version__}, {args.steps} interleaved pairs, CPU seconds per step (median)")
+    print(f"torchdiffeq {statistics.median(seconds['torchdiffeq'][1:]):.3f}  native "
+          f"{statistics.median(seconds['native'][1:]):.3f}  ratio {ratio:.2f}x  NFE "
+          f"{models['torchdiffeq'].decoder.last_nfe}/{models['native'].decoder.last_nfe}  first loss "
+          f"{losses['torchdiffeq'][0]:.6f}/{losses['native'][0]:.6f}")
+
+
 def main() -> None:
     p = soter_parser("soter-small", batch=8, channels=4, length=512)
     p.add_argument("--regime", choices=("full", "missing"), default="full")
     p.add_argument("--dft", choices=("fast", "loop"), default="fast")
     p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--impl", choices=("native", "torchdiffeq"), default="native", help="the decoder's dopri5 solve")
+    p.add_argument("--compare", action="store_true", help="native vs torchdiffeq, interleaved")
     args = started(p)
     torch.manual_seed(42)
+    if args.compare:
+        compare(args)
+        return
     dev = torch.device(args.device)
-    cfg = preset(args.config).replace(dft_impl=args.dft)
+    cfg = preset(args.config).replace(dft_impl=args.dft, solver_impl=args.impl)
     model = SoterModel(cfg).to(dev).train()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.01)
     b, c, t = args.batch, args.channels, args.length

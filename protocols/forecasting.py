@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
 from protocols import interface
 from protocols.data import Dataset
-from protocols.interface import Model, SeriesBatch, TrainingSeries
+from protocols.interface import Model, ModelDivergedError, SeriesBatch, TrainingSeries
 from protocols.metrics import ErrorSums, WindowErrors, error_sums, window_errors
 from protocols.modality import channel_modalities
 from protocols.scaling import fit_fold_scaler
@@ -65,24 +65,38 @@ def fit_for_fold(model: Model, dataset: Dataset, fold: Fold, setting: Setting, s
         interface.fit(model, fold_training_series(dataset, fold, setting), spec.sampling.seed)
 
 
-def predict_windows(model: Model, arrays: WindowArrays, batch_size: int) -> np.ndarray:
-    """Forecast every window; the model sees the context only (never the target)."""
-    return _predict(model, arrays, batch_size)[0]
+def predict_windows(model: Model, arrays: WindowArrays, batch_size: int,
+                    labels: Sequence[str] | None = None) -> np.ndarray:
+    """Forecast every window; the model sees the context only (never the target). ``labels`` (one per window,
+    :func:`window_labels`) name the windows of a batch whose forecast diverged."""
+    return _predict(model, arrays, batch_size, labels=labels)[0]
 
 
-def _predict(model: Model, arrays: WindowArrays, batch_size: int,
-             levels: tuple[float, ...] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+def window_labels(dataset: Dataset, selection: WindowSelection) -> list[str]:
+    """``recording@start`` for each window: what an error row names."""
+    return [f"{dataset.recordings[w.recording].name}@{w.start}" for w in selection.windows]
+
+
+def _predict(model: Model, arrays: WindowArrays, batch_size: int, levels: tuple[float, ...] | None = None,
+             labels: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """Point forecasts [N, C, H] and, when ``levels`` are given, quantiles [N, C, H, Q] at them (None: points only),
-    in batches of ``batch_size`` windows; the model sees the context only."""
+    in batches of ``batch_size`` windows; the model sees the context only. A model whose computation diverges on a
+    batch raises :class:`ModelDivergedError` naming its windows."""
     points, quants = [], []
-    for a in range(0, arrays.context.shape[0], batch_size):
+    n = arrays.context.shape[0]
+    for a in range(0, n, batch_size):
         b = a + batch_size
         batch = SeriesBatch(arrays.context[a:b], arrays.context_times[a:b])
-        if levels is not None:
-            point, quant = interface.forecast_quantiles(model, batch, arrays.target_times[a:b], levels)
-            quants.append(quant)
-        else:
-            point = interface.forecast(model, batch, arrays.target_times[a:b])
+        try:
+            if levels is not None:
+                point, quant = interface.forecast_quantiles(model, batch, arrays.target_times[a:b], levels)
+                quants.append(quant)
+            else:
+                point = interface.forecast(model, batch, arrays.target_times[a:b])
+        except ModelDivergedError as exc:
+            named = f" ({', '.join(labels[a:b])})" if labels is not None else ""
+            raise ModelDivergedError(f"the forecast of windows {a}-{min(b, n) - 1} of {n}{named} diverged: "
+                                     f"{exc}") from exc
         points.append(point)
     c, h = arrays.context.shape[1], arrays.target.shape[2]
     point = np.concatenate(points) if points else np.zeros((0, c, h))
@@ -103,7 +117,7 @@ def evaluate_forecasting(
     if corrupt_context is not None:
         arrays = dataclasses.replace(arrays, context=corrupt_context(arrays.context))
     levels = interface.QUANTILE_LEVELS if model.capabilities.quantiles else None
-    prediction, quantiles = _predict(model, arrays, spec.batch_size, levels)
+    prediction, quantiles = _predict(model, arrays, spec.batch_size, levels, labels=window_labels(dataset, selection))
     errors = error_sums(prediction, arrays.target)
     per_window = None
     if errors.n and np.isfinite(errors.sse) and np.isfinite(errors.sae):  # else an error row: no statistics

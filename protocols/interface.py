@@ -31,6 +31,11 @@ class ModelInputError(ValueError):
     """A batch handed to a model is malformed (shape, NaN, time order, too short)."""
 
 
+class ModelDivergedError(ArithmeticError):
+    """A model's numerical computation diverged (e.g. an ODE solve left its bound): the cell is an error row
+    that names the windows and the cause, never a forecast of 1e17 scored as a number."""
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a model can do; the harness only asks for what is declared."""

@@ -81,17 +81,18 @@ class WindowErrors:
 
 def seasonal_naive_scale(context: np.ndarray) -> np.ndarray:
     """[B, C] mean absolute error of the in-sample seasonal-naive forecast of each context channel."""
-    from protocols.seasonality import estimate_period
+    from protocols.seasonality import estimate_periods
 
     b, c, length = context.shape
     scale = np.full((b, c), np.nan)
-    for i in range(b):
-        for j in range(c):
-            row = np.asarray(context[i, j], dtype=np.float64)
-            if length < 2 or not np.all(np.isfinite(row)):
-                continue
-            m = estimate_period(row) or 1
-            scale[i, j] = float(np.mean(np.abs(row[m:] - row[:-m])))
+    rows = np.asarray(context, dtype=np.float64).reshape(b * c, length)
+    finite = np.all(np.isfinite(rows), axis=1) if length >= 2 else np.zeros(b * c, dtype=bool)
+    index = np.flatnonzero(finite)
+    periods = np.maximum(estimate_periods(rows[index]), 1)  # no season: the naive forecast's lag 1
+    flat = scale.reshape(-1)
+    for m in np.unique(periods):
+        at = index[periods == m]
+        flat[at] = np.mean(np.abs(rows[at, m:] - rows[at, :-m]), axis=1)
     return scale
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocols.data import Dataset, nominal_sampling_rate
-from protocols.forecasting import fit_for_fold, fold_windows, predict_windows
+from protocols.forecasting import fit_for_fold, fold_windows, predict_windows, window_labels
 from protocols.imputation import build_task, impute_queries
 from protocols.interface import Model
 from protocols.modality import channel_modalities
@@ -171,7 +171,7 @@ def forecast_spans(model: Model, dataset: Dataset, fold: Fold, spec: PhysiologyS
     setting = Setting(samples(spec.context_seconds, fs), samples(spec.horizon_seconds, fs))
     fit_for_fold(model, dataset, fold, setting, ForecastingSpec((setting,), spec.sampling))
     arrays, selection = fold_windows(dataset, fold, setting, ForecastingSpec((setting,), spec.sampling))
-    prediction = predict_windows(model, arrays, spec.batch_size)
+    prediction = predict_windows(model, arrays, spec.batch_size, window_labels(dataset, selection))
     return Reconstruction(np.asarray(prediction, dtype=np.float64), arrays.target, selection)
 
 

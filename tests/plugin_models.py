@@ -179,3 +179,23 @@ class FixedSinusoid(SeedOnly):
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
         wave = 0.5 + 0.4 * np.sin(2 * np.pi * 0.3 * query_times)[:, None, :]
         return filled(batch, query_times, 0.0) + wave
+
+
+
+@register_model(description="test only", default=False)
+class Diverging(SeedOnly):
+    """Forecasts through SOTER's native ODE solve with a field that blows up: the solve's divergence status."""
+
+    name = "test-diverging"
+    capabilities = Capabilities(multivariate=True)
+    forecasts = 0  # batches asked for, in this process
+
+    def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
+        import torch
+
+        from models.soter.dopri5 import dopri5
+
+        Diverging.forecasts += 1
+        start = torch.ones(batch.values.shape[0], batch.values.shape[1], dtype=torch.float64)
+        dopri5(lambda s, h: 10 * h * h, start, torch.tensor([0.0, 1.0], dtype=torch.float64), 1e-5, 1e-5)
+        raise AssertionError("the solve of dh/ds = 10 h^2 from 1 cannot reach s = 1")

@@ -69,6 +69,7 @@ def _run_cli(folder: Path, tmp_path: Path, models: list[str], *options: str) -> 
     # a value outside a Literal-annotated option's choices: before any work, not at load in every cell
     (["soter"], "soter.control_beyond=bogus", "soter.control_beyond: 'bogus' is not one of 'extrapolate', 'hold', "
                                               "'zero'"),
+    (["soter"], "soter.solver_impl=scipy", "soter.solver_impl: 'scipy' is not one of 'native', 'torchdiffeq'"),
     (["soter-anchored"], "soter-anchored.rollout=sideways", "'sideways' is not one of 'autoregressive', 'direct', "
                                                            "'per-query'"),
 ])
@@ -188,12 +189,13 @@ def test_weights_for_a_model_without_weights_stop_the_run(folder, tmp_path):
 
 def test_soter_option_choices_are_the_models_own():
     """The adapter's Literal annotations list exactly the values the model accepts (one source of truth each)."""
+    from models.soter.config import SOLVER_IMPLS
     from models.soter.model import ROLLOUTS
     from models.soter.spline import BEYOND
 
     for name in ("soter", "soter-anchored", "soter-autoregressive"):
         choices = get_spec(name).option_choices()
-        assert choices == {"rollout": ROLLOUTS, "control_beyond": BEYOND}, name
+        assert choices == {"rollout": ROLLOUTS, "control_beyond": BEYOND, "solver_impl": SOLVER_IMPLS}, name
     assert get_spec("soter-tiny-random").option_choices() == {"rollout": ROLLOUTS}
 
 

@@ -3,6 +3,7 @@ on forecasts and whole imputed segments (protocols.physiology, harness.tasks.phy
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 
@@ -196,3 +197,45 @@ def test_a_model_without_any_rate_is_named_in_the_subject_breakdown_not_silently
     table = by_subject(pd.DataFrame(rows), "physiology", tmp_path)
     assert [r[2] for r in table.rows] == ["seasonal-naive"]
     assert any(n.startswith("last-value on d, hr-ecg: no pair with a rate") for n in table.notes)
+
+
+def test_a_diverging_forecast_is_an_error_row_naming_the_windows_and_the_cause(tmp_path):
+    """A forecast whose solve diverges never reaches a rate detector or a metric as a number of 1e17."""
+    from harness.records.store import read_records
+    from harness.run.runner import RunConfig, execute
+    from protocols.datasets.folder import write_folder_dataset
+    from protocols.specs import Setting
+
+    folder = tmp_path / "physio"
+    write_folder_dataset(physio_dataset(n_subjects=2, seconds=35), folder)
+    for task, options in (("physiology", {"max_windows_per_subject": 1, "physio_context": 10.0,
+                                          "physio_horizon": 20.0, "physio_segment": 20.0, "rates": (0.25,)}),
+                          ("forecasting", {"settings": (Setting(48, 24),), "max_windows_per_subject": 2})):
+        out = tmp_path / task
+        execute(RunConfig(task=task, datasets=(str(folder),), models=("test-diverging",), out=out, progress=False,
+                          options=options), log=lambda m: None)
+        frame = read_records(out / "records.csv")
+        errors = frame[frame["status"] == "error"]
+        assert len(errors) and (frame["status"].isin(["error", "unavailable"])).all()
+        for message in errors["error"]:
+            assert "ModelDivergedError" in message and "diverged" in message
+            assert "left |h| <= 1e+06" in message and "@" in message  # the cause and the windows (recording@start)
+
+
+def test_a_diverged_forecast_is_solved_once_for_all_measures():
+    """Every measure of a fold reads the same forecasts: a diverging model's solve runs once, each cell raises."""
+    from harness.registry.tasks import get_task
+    from harness.run.cells import Cell
+    from protocols.interface import ModelDivergedError
+    from tests.plugin_models import Diverging
+
+    ds = physio_dataset(n_subjects=2, seconds=35)
+    spec = dataclasses.replace(SPEC, sampling=SamplingSpec(max_windows_per_subject=1))
+    task, model = get_task("physiology"), Diverging()
+    before = Diverging.forecasts
+    for measure in ("hr-ecg", "hr-ppg", "br-resp"):
+        cell = Cell(task="physiology", dataset="physio-toy", fold="P1", setting="10s/20s", model="test-diverging",
+                    seed=0, spec=spec, condition=measure)
+        with pytest.raises(ModelDivergedError, match="P1@0"):
+            task.evaluate(cell, ds, model)
+    assert Diverging.forecasts == before + 1

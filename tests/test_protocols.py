@@ -198,3 +198,70 @@ def test_dataset_validation_errors():
         Dataset("d", ("a", "b"), (Recording("s", "r", bad, t),))
     with pytest.raises(DatasetError, match="no channel"):
         Dataset("d", ("a", "b"), (good,)).select_channels(["c"])
+
+
+def _period_row_by_row(y: np.ndarray, min_period: int = 2, threshold: float = 0.3) -> int | None:
+    """The seasonal period rule as it was written row by row (the reference the batched rule must equal)."""
+    x = y - y.mean()
+    denom = float(np.dot(x, x))
+    n = x.size
+    max_period = n // 2
+    if denom <= 0 or max_period < min_period + 1:
+        return None
+    acf = np.array([np.dot(x[:-k], x[k:]) / denom for k in range(1, max_period + 2)])
+    best, best_val = None, threshold
+    for lag in range(min_period, max_period + 1):
+        v = acf[lag - 1]
+        if v > acf[lag - 2] and v >= acf[lag] and v > best_val:
+            best, best_val = lag, v
+    return best
+
+
+def _scale_row_by_row(context: np.ndarray) -> np.ndarray:
+    b, c, length = context.shape
+    scale = np.full((b, c), np.nan)
+    for i in range(b):
+        for j in range(c):
+            row = np.asarray(context[i, j], dtype=np.float64)
+            if length < 2 or not np.all(np.isfinite(row)):
+                continue
+            m = _period_row_by_row(row) or 1
+            scale[i, j] = float(np.mean(np.abs(row[m:] - row[:-m])))
+    return scale
+
+
+def _seasonal_contexts() -> list[np.ndarray]:
+    """Random, periodic, constant, short and NaN-holding contexts [B, C, L], and real MIT-BIH windows when staged."""
+    rng = np.random.default_rng(7)
+    t = np.arange(256)
+    out = []
+    for length in (5, 6, 7, 24, 48, 72, 96, 128, 256):
+        periodic = np.sin(2 * np.pi * t[:length] / rng.uniform(3, 40, (16, 2, 1))) + 0.3 * rng.standard_normal((16, 2, length))
+        noise = rng.standard_normal((16, 2, length)) * rng.uniform(1e-3, 1e3, (16, 2, 1))
+        both = np.concatenate([periodic, noise, np.ones((2, 2, length)), np.round(periodic * 2) / 2])
+        both[3, 1, length // 2] = np.nan
+        out.append(both)
+    from tests.test_datasets_real import SAMPLES
+
+    if (SAMPLES / "mitbih" / "105.hea").is_file():
+        from protocols.datasets import load_dataset
+
+        values = load_dataset("mitbih", data_root=SAMPLES).recordings[0].values
+        for length in (48, 128):
+            starts = np.arange(0, values.shape[1] - length, 997)[:200]
+            out.append(np.stack([values[:, s:s + length] for s in starts]))
+    return out
+
+
+def test_seasonal_periods_and_mase_scales_are_bit_for_bit_the_row_by_row_rule():
+    from protocols.metrics import seasonal_naive_scale
+    from protocols.seasonality import estimate_period, estimate_periods
+
+    for context in _seasonal_contexts():
+        rows = context.reshape(-1, context.shape[-1])
+        expected = [_period_row_by_row(r) for r in rows]
+        assert [estimate_period(r) for r in rows] == expected
+        finite = np.all(np.isfinite(rows), axis=1)
+        assert estimate_periods(rows[finite]).tolist() == [p or 0 for p, f in zip(expected, finite) if f]
+        np.testing.assert_array_equal(seasonal_naive_scale(context), _scale_row_by_row(context))  # NaN where NaN
+    assert any(p for p in expected) and estimate_periods(np.zeros((0, 48))).shape == (0,)

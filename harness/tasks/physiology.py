@@ -21,6 +21,7 @@ from harness.tasks.base import Task, add_cell_files, details, family_stem
 from protocols.physiology import (MEASURES, forecast_spans, imputed_segments, measure_unavailable,
                                   physiology_scores)
 from protocols.data import nominal_sampling_rate
+from protocols.interface import ModelDivergedError
 from protocols.specs import PhysiologySpec, SamplingSpec, samples
 from protocols.splits import get_fold
 
@@ -135,14 +136,21 @@ class Physiology(Task):
                repr(cell.spec), id(model))
         if key in _CACHE:
             _CACHE.move_to_end(key)
+            if isinstance(_CACHE[key], ModelDivergedError):
+                raise _CACHE[key]
             return _CACHE[key]
         fold = get_fold(dataset, cell.fold)
-        recon = (forecast_spans(model, dataset, fold, cell.spec) if cell.level is None
-                 else imputed_segments(model, dataset, fold, cell.spec, cell.level, cell.seed))
-        result = (physiology_scores(recon, dataset, cell.spec.measures), recon)
+        try:
+            recon = (forecast_spans(model, dataset, fold, cell.spec) if cell.level is None
+                     else imputed_segments(model, dataset, fold, cell.spec, cell.level, cell.seed))
+            result = (physiology_scores(recon, dataset, cell.spec.measures), recon)
+        except ModelDivergedError as exc:  # the same spans diverge for every measure: solved once, not per measure
+            result = exc
         _CACHE[key] = result
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
+        if isinstance(result, ModelDivergedError):
+            raise result
         return result
 
     # -- tables ------------------------------------------------------------------------------

@@ -108,11 +108,13 @@ class SoterAdapter(Model):
 
 Rollout = Literal["autoregressive", "direct", "per-query"]  # models.soter.model.ROLLOUTS (tested equal)
 Beyond = Literal["extrapolate", "hold", "zero"]  # models.soter.spline.BEYOND (tested equal)
+SolverImpl = Literal["native", "torchdiffeq"]  # models.soter.config.SOLVER_IMPLS (tested equal)
 
 
 def load_soter(weights: str | Path | None = None, rollout: Rollout = "autoregressive", per_channel: bool = False,
                device: str = "cpu", name: str = "soter", batch_size: int = 256, seed: int = 0,
-               control_beyond: Beyond = "extrapolate", output_bound: float | None = None) -> SoterAdapter:
+               control_beyond: Beyond = "extrapolate", output_bound: float | None = None,
+               solver_impl: SolverImpl = "native") -> SoterAdapter:
     """The trained checkpoint ``weights=DIR``: ``--weights``, else the one the entry ``name`` ships with, which the
     registry passes (its ``default_weights``; the entry's folder, ``models.soter.entries``). Not imported from the
     registration here: that module is outside the code whose digest tells a record's rows current (a new entry would
@@ -121,7 +123,10 @@ def load_soter(weights: str | Path | None = None, rollout: Rollout = "autoregres
     ``control_beyond``: imputation's spline control past a channel's last observation (``extrapolate``, the
     authors'; ``hold`` or ``zero``: ``--model-option soter.control_beyond=hold``, docs/soter.md).
     ``output_bound``: clip every prediction to its context's range widened by this share of it (SoterConfig's
-    option, issue #45; None: the checkpoint's own), so a checkpoint trained without it is bounded too."""
+    option, issue #45; None: the checkpoint's own), so a checkpoint trained without it is bounded too.
+    ``solver_impl``: the decoder's dopri5 solve, ``native`` (the default) or ``torchdiffeq`` (parity checks:
+    ``--model-option soter.solver_impl=torchdiffeq``); it replaces the checkpoint config's (none of the shipped
+    configs names one: they predate the native solve)."""
     from models.soter.io import from_pretrained
 
     if weights is None:
@@ -131,6 +136,8 @@ def load_soter(weights: str | Path | None = None, rollout: Rollout = "autoregres
     model = from_pretrained(folder)
     if output_bound is not None:
         model.config = model.config.replace(output_bound=float(output_bound))
+    model.config = model.config.replace(solver_impl=str(solver_impl))
+    model.decoder.cfg = model.config
     return SoterAdapter(model, name=name, rollout=rollout, per_channel=per_channel, device=device,
                         batch_size=batch_size, source=str(folder), checkpoint=folder, control_beyond=control_beyond)
 

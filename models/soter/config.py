@@ -10,6 +10,9 @@ from typing import Any
 AUTHORS_HUB_ID = "SII-fkchen/SOTER"  # the authors' released checkpoint (here, not in authors.py: no torch needed)
 
 
+SOLVER_IMPLS = ("native", "torchdiffeq")  # the decoder's dopri5 solve (models.soter.adapter.SolverImpl, tested equal)
+
+
 class ConfigError(ValueError):
     pass
 
@@ -43,6 +46,9 @@ class SoterConfig:
     decoder_hidden: tuple[int, ...] = (128, 128)
     control: bool = True  # False: no control block at all (pure Neural ODE ablation)
     solver: str = "dopri5"  # any fixed or adaptive torchdiffeq method: "dopri5", "rk4", "euler", ...
+    # "native": dopri5 by models/soter/dopri5.py (torchdiffeq's method and step control, 2x faster on this state);
+    # "torchdiffeq": its odeint (parity checks). Other solvers always run through torchdiffeq
+    solver_impl: str = "native"
     rtol: float = 1e-5
     atol: float = 1e-5
     rk4_steps: int = 8  # steps over s in [0, 1] for fixed-step solvers
@@ -104,7 +110,7 @@ class SoterConfig:
         choices = {"router": ("psd", "learned"), "dft_impl": ("fast", "torch", "loop"),
                    "time_normalisation": ("official", "authors", "none"),
                    "shared_expert_input": ("window_mean", "causal_mean"),
-                   "expert_execution": ("auto", "dense", "grouped"),
+                   "expert_execution": ("auto", "dense", "grouped"), "solver_impl": SOLVER_IMPLS,
                    "input_scaling": ("none", "window"), "output_skip": ("none", "last-value", "damped-trend")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
