@@ -7,6 +7,13 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ["SOTER_BENCH_PLUGINS"] = "tests.plugin_models"
 
+# One torch and one numba thread per test process, as every run computes (harness.run.threads), set before either
+# is imported: numba's pool otherwise takes every core and its idle workers spin, so on a shared CPU (CI runs the
+# default suite beside the slow one on two cores) SOTER's tests ran 8-10x slower. A user's own counts are kept.
+from harness.run.threads import single_thread_unless_set  # noqa: E402
+
+single_thread_unless_set()
+
 from baselines.testing import toy_dataset as make_dataset  # noqa: E402,F401 (the tests' dataset)
 
 

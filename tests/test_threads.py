@@ -88,3 +88,13 @@ print(os.environ["OMP_NUM_THREADS"], torch.get_num_threads())
                           env={**clean, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["1", "1"]
+
+
+def test_the_test_suite_computes_on_one_thread_of_each_pool_unless_asked():
+    """tests/conftest.py limits the pools before torch and numba start (spinning idle numba workers made SOTER's
+    tests 8-10x slower beside CI's slow phase); a count set in the environment is kept."""
+    import numba
+    import torch
+
+    assert numba.config.NUMBA_NUM_THREADS == int(os.environ["NUMBA_NUM_THREADS"])
+    assert torch.get_num_threads() == int(os.environ["OMP_NUM_THREADS"])

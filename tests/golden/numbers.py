@@ -331,7 +331,7 @@ def edited_since_added(root: Path = ROOT, folder: str = "tests/golden") -> tuple
         return "git is not installed", []
 
     def git(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, timeout=60)
+        return subprocess.run(["git", *args], cwd=root, capture_output=True)
 
     inside = git("rev-parse", "--is-inside-work-tree")
     if inside.returncode != 0 or inside.stdout.strip() != b"true":

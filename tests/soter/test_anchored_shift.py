@@ -43,13 +43,21 @@ def _ratio(model, baseline, dataset, fold) -> float:
     return float(np.sqrt(errors[0].sse / errors[1].sse))
 
 
+@pytest.fixture(scope="module")
+def loaded() -> dict[str, object]:
+    """Each entry loaded once for every subject (forecasting does not change a loaded model)."""
+    return {}
+
+
 @pytest.mark.parametrize("name", [n for n, e in discover().items() if not e.faithful])  # the shipped window-scaled entries
 @pytest.mark.parametrize("subject, channel", [("S01", 3), ("S04", 0)])  # EDA (slow) and ECG
-def test_shifted_test_subject_is_forecast_as_well_as_unshifted(subject, channel, name):
+def test_shifted_test_subject_is_forecast_as_well_as_unshifted(subject, channel, name, loaded):
     cohort = load_synthetic_cohort()
     shifted = _shifted(cohort, subject, cohort.channels.index(cohort.channels[channel]), 2.0)
     fold = get_fold(cohort, subject)
-    model = load_model(name, seed=0)
+    if name not in loaded:
+        loaded[name] = load_model(name, seed=0)
+    model = loaded[name]
     last = load_model("last-value", seed=0)
     plain = _ratio(model, last, cohort, fold)
     moved = _ratio(model, last, shifted, fold)
