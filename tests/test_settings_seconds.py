@@ -12,7 +12,7 @@ from protocols.specs import DurationSetting, Setting, SpecError, parse_setting, 
 from protocols.splits import get_fold
 from protocols.windows import extract, select_windows
 
-WFDB = Path("/work/shared/data/wfdb")
+WFDB = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wfdb"  # ../shared beside the clone
 MITBIH = "mitbih:blocks=6"
 
 
