@@ -33,7 +33,7 @@ def _cli(*args: str, env: dict | None = None, limit: int | None = None) -> subpr
                           env={**os.environ, **(env or {})}, preexec_fn=shrink)
 
 
-# -- item 1: the embedding cache is keyed by the code ----------------------------------------------------
+# -- the embedding cache follows the version rule: a declared revision, never an old pass ------------------
 EMBEDDER = '''
 import numpy as np
 from models.registry import register_model
@@ -42,7 +42,8 @@ from protocols.interface import Capabilities, Model
 FACTOR = {factor}
 
 
-@register_model(description="test only: mean and std, scaled", default=False, tasks=("classification",))
+@register_model(description="test only: mean and std, scaled", default=False, tasks=("classification",),
+                revision={revision})
 class ScaledEmbedder(Model):
     name = "test-scaled-embedder"
     capabilities = Capabilities(forecast=False, embed=True, multivariate=True)
@@ -55,8 +56,8 @@ class ScaledEmbedder(Model):
 '''
 
 
-def _embedder(tmp_path: Path, factor: float) -> dict[str, str]:
-    (tmp_path / "embed_plugin.py").write_text(textwrap.dedent(EMBEDDER.format(factor=factor)))
+def _embedder(tmp_path: Path, factor: float, revision: int = 1) -> dict[str, str]:
+    (tmp_path / "embed_plugin.py").write_text(textwrap.dedent(EMBEDDER.format(factor=factor, revision=revision)))
     return {"PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}", "SOTER_BENCH_PLUGINS": "embed_plugin"}
 
 
@@ -77,15 +78,15 @@ def test_an_edited_model_is_never_served_its_old_embeddings(folder, tmp_path):
     first = _classify(folder, out, _embedder(tmp_path, 1.0))
     assert first.returncode == 0, first.stderr
     before = _scores(out)
-    changed = _classify(folder, out, _embedder(tmp_path, 0.0))  # the embedding multiplied by zero
+    changed = _classify(folder, out, _embedder(tmp_path, 0.0, revision=2))  # the embedding multiplied by zero
     assert changed.returncode == 0, changed.stderr
-    assert "2 of them recomputed: their code changed" in changed.stdout
-    fresh = _classify(folder, tmp_path / "fresh", _embedder(tmp_path, 0.0))
+    assert "2 of them recomputed: their task's version or model's revision changed" in changed.stdout
+    fresh = _classify(folder, tmp_path / "fresh", _embedder(tmp_path, 0.0, revision=2))
     assert fresh.returncode == 0, fresh.stderr
     after = _scores(out)
     pd.testing.assert_frame_equal(after, _scores(tmp_path / "fresh"))  # what a fresh folder gives
     assert not np.allclose(after["macro_f1"], before["macro_f1"])  # and not the old code's numbers
-    rerun = _classify(folder, out, _embedder(tmp_path, 0.0), "--rerun")
+    rerun = _classify(folder, out, _embedder(tmp_path, 0.0, revision=2), "--rerun")
     assert rerun.returncode == 0, rerun.stderr
     pd.testing.assert_frame_equal(_scores(out), after)
     modes = {p.stat().st_mode & 0o777 for p in (out / "cache" / "embeddings").rglob("*.npy")}
