@@ -55,7 +55,7 @@ def test_text_markdown_latex_render_exactly():
     assert md[5] == "| B | 45.00 ± 7.07 | 4.50 ± 0.71 |"
     assert md[6] == "| C | 10.00† | 1.00† |"
     assert md[-2] == "† C on toy: 1/2 settings complete (RuntimeError: boom)"
-    assert md[-1] == "Note: provenance: forecasting-v1; computed by code not recorded (12 rows)"  # a plain note
+    assert md[-1] == "Note: provenance: forecasting-v1; code digests not recorded (12 rows)"  # a plain note
     tex = render(table, "latex")
     assert r"A & $\mathbf{22.07}_{\pm 11.21}$ & $\mathbf{2.00}_{\pm 1.41}$ \\" in tex
     assert r"C & $10.00^{\dagger}$ & $1.00^{\dagger}$ \\" in tex

@@ -4,8 +4,9 @@ A row of model M in task T was computed by M's factory module and the task's mod
 module they import from their own package or from ``protocols`` (the evaluation layer), transitively
 (:func:`source_closure`). The digest covers those files' bytes and the installed soter-bench version
 (:func:`code_digest`). It is stored with each row (``model_info``, docs/records.md), never part of the
-row's key: a run recomputes a finished row whose recorded code differs from the current code, and a
-table marks rows computed by code that differs from the current code (or from each other's).
+row's key, as provenance only: whether a row is current is declared by its task's version and its model's revision
+(``harness.registry.versions``), so an edit that moves no number recomputes and marks nothing. Tables print the
+digests their rows carry in a plain note; ``harness restamp`` renews them after verifying a sample of cells.
 
 Imports are read from the source (``ast``), nothing is imported: the closure of a module that needs
 torch costs no torch. Files that a module runs in a process of their own rather than imports (the worker
@@ -13,7 +14,7 @@ scripts of ``baselines/workers/``, which run MOMENT, Lag-Llama, Moirai, TTM, Tim
 models in their own environments, and the pinned requirements those environments are built from) are named by
 the module in a top-level :data:`RUN_FILES_NAME` assignment of glob patterns relative to its folder
 (``RUNS_FILES = ("workers/*.py", "envs/*.txt")``), and join the closure. Modules outside the two scopes (the harness's runner and tables, the registry)
-decide how rows are planned and shown, not their numbers, so editing them recomputes nothing.
+decide how rows are planned and shown, not their numbers: they are left out of the digest.
 """
 
 from __future__ import annotations

@@ -414,7 +414,7 @@ def provenance_notes(rows: pd.DataFrame) -> tuple[str, ...]:
         codes[code] = codes.get(code, 0) + 1
     shown = ", ".join(f"{code} ({n} rows)" for code, n in sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))[:4])
     more = f" and {len(codes) - 4} more" if len(codes) > 4 else ""
-    return (f"provenance: {', '.join(tokens)}; computed by code {shown}{more}",)
+    return (f"provenance: {', '.join(tokens)}; code digests {shown}{more}",)
 
 
 def version_tokens(rows: pd.DataFrame) -> list[str]:
