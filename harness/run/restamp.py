@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from harness.records.cell_files import FOLDERS
 from harness.records.configurations import parse_info, with_identity
-from harness.records.keys import row_key
+from harness.records.keys import KEY_FIELDS, row_key
 from harness.records.store import MEASURED, PROVENANCE, RecordStore, data_of, format_value
 from harness.registry.versions import protocol_version, stamped, task_version
 from harness.run.cells import WINDOW_ERRORS, run_cell
@@ -114,8 +114,7 @@ def restamp(config: RunConfig, sample: int | None = 2, seed: int = 0, dry_run: b
         problem = planned_problem({"status": rows[key]["status"], "n_windows": int(scored) if scored else None},
                                   planned if isinstance(planned, int) else None)
         if problem:
-            report.moved.append(f"{fields['model']} {fields['dataset']} {fields['fold']} {fields['setting']} "
-                                f"{fields['condition']} seed {fields['seed']}: {problem}")
+            report.moved.append(f"{_cell_name(fields)}: {problem}")
     with tempfile.TemporaryDirectory(prefix="restamp-") as cache:
         for cell, fields, key in chosen:
             result = run_cell(replace(cell, cache_dir=cache))
@@ -123,8 +122,7 @@ def restamp(config: RunConfig, sample: int | None = 2, seed: int = 0, dry_run: b
             report.verified += 1
             problem = _moved(rows[key], result, _tolerance(cell.model, config.task_object))
             if problem:
-                report.moved.append(f"{fields['model']} {fields['dataset']} {fields['fold']} {fields['setting']} "
-                                    f"{fields['condition']} seed {fields['seed']}: {problem}")
+                report.moved.append(f"{_cell_name(fields)}: {problem}")
             log(f"[restamp] {report.verified}/{len(chosen)} {fields['model']} {fields['fold']} {fields['setting']} "
                 f"{fields['condition']}: {'MOVED ' + problem if problem else 'same'}")
     if not report.moved and not dry_run:
@@ -196,15 +194,22 @@ def _derived(config: RunConfig, cell: Any, report: RestampReport) -> dict[str, o
     return _derivations[cell]
 
 
+def _cell_name(fields: dict[str, object]) -> str:
+    """A cell as the report lines name it."""
+    return (f"{fields['model']} {fields['dataset']} {fields['fold']} {fields['setting']} {fields['condition']} "
+            f"seed {fields['seed']}")
+
+
 def _new_key(row: dict[str, str]) -> str:
     """The key the current rule gives a stored row (its fields and identity digest)."""
     identity = parse_info(row.get("model_info")).get("identity") or {}
-    fields = {f: row[f] for f in ("task", "dataset", "fold", "setting", "condition", "model", "seed", "protocol")}
-    return row_key(str(identity.get("model_id", "")) if isinstance(identity, dict) else "", **fields)
+    return row_key(str(identity.get("model_id", "")) if isinstance(identity, dict) else "",
+                   **{f: row[f] for f in KEY_FIELDS})
 
 
 def _sample(found: list, per_model: int | None, seed: int) -> list:
-    """``per_model`` cells of each model with an ok row, drawn with a seeded generator (None: every cell)."""
+    """``per_model`` cells of each model with a row (its status is compared too), drawn with a seeded generator
+    (None: every cell)."""
     if per_model is None:
         return list(found)
     by_model: dict[str, list] = {}
