@@ -246,6 +246,12 @@ def current_task_version(task: str) -> int:
         return task_version(task)
 
 
+def of_versions(task: str, protocol: str, info: object, version: int, revision: int | None) -> bool:
+    """Whether a row (its task, ``protocol`` and ``model_info``) was computed under ``version`` of its task and
+    ``revision`` of its model (None: a model not registered, whose revision cannot be compared)."""
+    return protocol_version(task, protocol) == version and (revision is None or recorded_revision(info) == revision)
+
+
 def out_of_date(frame: pd.DataFrame) -> pd.Series:
     """Which rows were computed under another version of their task or another revision of their model than
     the current ones (``harness.registry.versions``): a run recomputes them, readers leave them out."""
@@ -254,11 +260,9 @@ def out_of_date(frame: pd.DataFrame) -> pd.Series:
     if frame.empty:
         return pd.Series([], dtype=bool, index=frame.index)
     infos = frame["model_info"] if "model_info" in frame else pd.Series([""] * len(frame), index=frame.index)
-    flags = []
-    for task, protocol, model, info in zip(frame["task"], frame["protocol"], frame["model"], infos):
-        now = current_revision(str(model))
-        flags.append(protocol_version(str(task), str(protocol)) != current_task_version(str(task))
-                     or (now is not None and recorded_revision(info) != now))
+    flags = [not of_versions(str(task), str(protocol), info, current_task_version(str(task)),
+                             current_revision(str(model)))
+             for task, protocol, model, info in zip(frame["task"], frame["protocol"], frame["model"], infos)]
     return pd.Series(flags, index=frame.index, dtype=bool)
 
 

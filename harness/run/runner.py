@@ -18,10 +18,10 @@ from harness.run.progress import Progress, cost_probes_first
 from harness.run.stopping import raise_if_stopped, stop_on_signals
 from harness.records.store import KEY_FIELDS, RecordStore, RecordStoreError, row_key
 from harness.records.window_store import write_window_errors
-from harness.records.configurations import recorded_revision, with_identity
+from harness.records.configurations import of_versions, with_identity
 from models.registry import get_spec, identity_digest, is_hub_id
 from harness.registry.tasks import get_task, task_options
-from harness.registry.versions import protocol_version, task_version, with_version
+from harness.registry.versions import task_version, with_version
 from harness.run.adaptation import adapted_models, check_adaptation, is_adapted
 from harness.run.threads import single_thread_unless_set
 from harness.run.usage import check_models
@@ -580,7 +580,7 @@ def row_is_current(row: Mapping[str, str] | None, task: str, version: int, revis
     computed it (the digest in its identity) is provenance and decides nothing (``harness.registry.versions``)."""
     if row is None or row["status"] != "ok":
         return False
-    return protocol_version(task, row["protocol"]) == version and recorded_revision(row["model_info"]) == revision
+    return of_versions(task, row["protocol"], row["model_info"], version, revision)
 
 
 def _say_identity_changes(config: RunConfig, store: RecordStore, cells: list[tuple[Cell, dict[str, object]]],
