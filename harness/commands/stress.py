@@ -57,9 +57,9 @@ def subject_fields(frame, task: str, field: str, refs: list[str] | None, data_ro
             raise SpecError(f"dataset {dataset.name!r} has no per-subject field {field!r}; its fields: "
                             f"{', '.join(have) or 'none (docs/datasets.md: [subjects.NAME] in the manifest)'}")
         found[dataset_fingerprint(dataset)] = values
-    from harness.reporting.subgroups import data_fingerprint
+    from harness.records.store import data_of
 
-    scored = {data_fingerprint(p) for p in frame.loc[frame["task"] == task, "protocol"]}
+    scored = {data_of(p) for p in frame.loc[frame["task"] == task, "protocol"]}
     if not scored & set(found):
         raise SpecError(f"no {task} row was computed on the data of {', '.join(refs)} (the rows' data: "
                         f"{', '.join(sorted(str(s) for s in scored))}); name the dataset the rows were run on")

@@ -11,12 +11,12 @@ beside the rows) and the note says that interval is within one person.  The fiel
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from harness.records.store import data_of
 from harness.records.window_store import read_window_errors
 from harness.reporting.breakdown import Breakdown, _current, _fmt, _ordered, _task, code_notes
 from harness.reporting.tables import SCALE
@@ -24,12 +24,6 @@ from protocols.datasets import BLOCKS_SUFFIX
 
 N_BOOT = 2000
 LEVEL = 0.95
-_DATA = re.compile(r"data=([0-9a-f]+)")
-
-
-def data_fingerprint(protocol: str) -> str | None:
-    found = _DATA.search(str(protocol))
-    return found.group(1) if found else None
 
 
 def _units(out: Path, row: pd.Series) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -89,7 +83,7 @@ def by_subject_field(frame: pd.DataFrame, task: str, out: Path, field: str,
     notes: list[str] = []
     found, folded, unmatched, without = [], 0, set(), set()
     for _, r in rows.iterrows():
-        table = fields.get(data_fingerprint(r["protocol"]) or "")
+        table = fields.get(data_of(r["protocol"]))
         if table is None:
             unmatched.add(r["dataset"])
             continue
