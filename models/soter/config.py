@@ -68,8 +68,20 @@ class SoterConfig:
     # "damped-trend": the same plus g * slope * tau * (1 - exp(-dt / tau)), slope = least-squares slope of the
     # row's last ``trend_points`` observed points (per second), dt = query time - last observed time, and
     # (logit g, log tau) = Linear(H, 2)(h_T): the model chooses per window how far to follow the local trend
+    # "naive-residual": prediction = last + w_k * (mean - last) + scale * (readout(h(t)) - readout(h_T)): a learned
+    # per-step mix of last value and the observed context's mean, w_k = clamp(Linear(H, mix_steps)(h_T)[k], 0, 1) at
+    # horizon step k (the query's distance from the last observation in sampling intervals, rounded, 1..mix_steps),
+    # plus a residual whose readout starts at zero. The untrained model is then exactly a naive forecaster
+    # (``naive_start``: last value, w = 0, or window mean, w = 1), and training moves away from it only where the loss
+    # says so (a constant forecast beats small ODE forecasters on most irregular-series sets; docs/soter.md)
     output_skip: str = "none"
     trend_points: int = 8
+    naive_start: str = "last-value"
+    mix_steps: int = 64
+    # "ode": the paper's continuous-time decoder; "direct" (with output_skip "naive-residual"): the control of that
+    # decoder, a linear readout of h_T over the horizon (Linear(H, mix_steps), zero at the start, read at the query's
+    # horizon step), no solve: the ablation asks whether the ODE adds anything
+    decoder_head: str = "ode"
     # the decoder's field also sees log(dt / 1 s), dt = the row's solve span (the paper's field sees s in [0, 1]
     # only, so its change over the first steps is close to linear in dt)
     field_dt: bool = False
@@ -111,7 +123,9 @@ class SoterConfig:
                    "time_normalisation": ("official", "authors", "none"),
                    "shared_expert_input": ("window_mean", "causal_mean"),
                    "expert_execution": ("auto", "dense", "grouped"), "solver_impl": SOLVER_IMPLS,
-                   "input_scaling": ("none", "window"), "output_skip": ("none", "last-value", "damped-trend")}
+                   "input_scaling": ("none", "window"),
+                   "output_skip": ("none", "last-value", "damped-trend", "naive-residual"),
+                   "naive_start": ("last-value", "window-mean"), "decoder_head": ("ode", "direct")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
@@ -124,6 +138,16 @@ class SoterConfig:
                               "'last-value' or 'damped-trend'")
         if self.short_trend_points == 1 or self.short_trend_points < 0:
             raise ConfigError(f"short_trend_points must be 0 (off) or >= 2, got {self.short_trend_points}")
+        if self.output_skip == "naive-residual" and (self.mean_reversion or self.short_trend_points):
+            raise ConfigError("output_skip 'naive-residual' has its own mix of last value and mean: mean_reversion and "
+                              "short_trend_points are for the 'last-value' and 'damped-trend' anchors")
+        if self.mix_steps < 1:
+            raise ConfigError(f"mix_steps must be >= 1, got {self.mix_steps}")
+        if self.decoder_head == "direct" and self.output_skip != "naive-residual":
+            raise ConfigError("decoder_head 'direct' reads a residual over the horizon: it needs output_skip "
+                              "'naive-residual'")
+        if self.decoder_head == "direct" and self.field_dt:
+            raise ConfigError("field_dt is an input of the ODE decoder's field: decoder_head 'direct' has none")
         if self.output_bound < 0:
             raise ConfigError(f"output_bound must be >= 0 (0: off), got {self.output_bound}")
         if self.value_embedding_init < 0:
@@ -133,7 +157,8 @@ class SoterConfig:
     def is_faithful(self) -> bool:
         """True when no option beyond the paper's architecture is on (the recipe may still differ)."""
         return (self.input_scaling, self.value_embedding, self.output_skip, self.field_dt, self.mean_reversion,
-                self.short_trend_points, self.output_bound) == ("none", False, "none", False, False, 0, 0.0)
+                self.short_trend_points, self.output_bound, self.decoder_head) == ("none", False, "none", False, False,
+                                                                                  0, 0.0, "ode")
 
     @property
     def head_dim(self) -> int:
@@ -152,6 +177,8 @@ class SoterConfig:
         h, width = self.hidden_size, 1 + self.hidden_size + int(self.control) + int(self.field_dt)
         block = 4 * h * h + 3 * h + 2 * h + 3 * h * (self.num_experts * self.expert_size + self.intermediate_size)
         dims = [width, *self.decoder_hidden, h]
+        if self.decoder_head == "direct":  # no field; the readout spans the horizon
+            return self.num_layers * block + h + h * self.mix_steps + self.mix_steps
         field = sum(a * b + b for a, b in zip(dims[:-1], dims[1:]))
         return self.num_layers * block + h + field + h + 1
 

@@ -12,6 +12,7 @@ from torch import nn
 from models.soter.attention import Attention, channel_dependent
 from models.soter.config import SoterConfig
 from models.soter.decoder import Decoder
+from models.soter.direct_head import DirectHead, horizon_steps
 from models.soter.layers import GatedEmbedding, RMSNorm
 from models.soter.moe import MixtureOfExperts
 from models.soter.rope import normalise_timestamps, normalise_timestamps_authors, rotary_angles, rotary_angles_authors
@@ -150,13 +151,16 @@ class SoterModel(nn.Module):
         self.reversion_head = nn.Linear(cfg.hidden_size, 2) if cfg.mean_reversion else None
         # beyond the paper: the anchor's per-window short-term trend, (gain, log tau) from h_T
         self.short_trend_head = nn.Linear(cfg.hidden_size, 2) if cfg.short_trend_points else None
+        # beyond the paper: the naive-residual output's per-step mix of last value and mean, from h_T
+        self.mix_head = nn.Linear(cfg.hidden_size, cfg.mix_steps) if cfg.output_skip == "naive-residual" else None
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.decoder = Decoder(cfg)
+        self.decoder: Decoder | DirectHead = DirectHead(cfg) if cfg.decoder_head == "direct" else Decoder(cfg)
         self.apply(self._init)
         if self.value_path is not None:
             nn.init.normal_(self.value_path.weight, std=cfg.value_embedding_init)
-        self.decoder.field.zero_dt_column()  # field_dt: the log-dt input starts unused
+        if isinstance(self.decoder, Decoder):
+            self.decoder.field.zero_dt_column()  # field_dt: the log-dt input starts unused
         if self.trend_head is not None:  # starts as a barely followed (g = 0.12), fast-damped (0.1 s) trend
             nn.init.zeros_(self.trend_head.weight)
             with torch.no_grad():
@@ -166,6 +170,11 @@ class SoterModel(nn.Module):
                 nn.init.zeros_(head.weight)
                 with torch.no_grad():
                     head.bias.copy_(torch.tensor(bias))
+        if self.mix_head is not None:  # the untrained model is exactly its naive start, the residual zero
+            nn.init.zeros_(self.mix_head.weight)
+            nn.init.constant_(self.mix_head.bias, 1.0 if cfg.naive_start == "window-mean" else 0.0)
+            nn.init.zeros_(self.decoder.readout.weight)
+            nn.init.zeros_(self.decoder.readout.bias)
 
     def _init(self, module: nn.Module) -> None:
         if isinstance(module, nn.Linear):
@@ -195,17 +204,19 @@ class SoterModel(nn.Module):
         cfg = self.config
         last = last_observed(values, mask)
         extra: dict[str, torch.Tensor] = {}
-        if (cfg.output_skip == "damped-trend" or cfg.mean_reversion or cfg.short_trend_points) and timestamps is None:
-            raise ValueError("output_skip='damped-trend', mean_reversion and short_trend_points need the timestamps "
-                             "of the context")
+        naive_mix = cfg.output_skip == "naive-residual"
+        if (cfg.output_skip in ("damped-trend", "naive-residual") or cfg.mean_reversion or cfg.short_trend_points) \
+                and timestamps is None:
+            raise ValueError("output_skip 'damped-trend' and 'naive-residual', mean_reversion and short_trend_points "
+                             "need the timestamps of the context")
         if cfg.output_skip == "damped-trend":
             extra["slope"], extra["t_last"] = local_slope(values, timestamps, mask, cfg.trend_points)
         if cfg.short_trend_points:
             extra["short_slope"], extra["t_last"] = local_slope(values, timestamps, mask, cfg.short_trend_points)
-        mean = observed_mean(values, mask) if cfg.mean_reversion or cfg.input_scaling != "none" else None
-        if cfg.mean_reversion:
+        mean = observed_mean(values, mask) if cfg.mean_reversion or naive_mix or cfg.input_scaling != "none" else None
+        if cfg.mean_reversion or naive_mix:
             extra["mean"] = mean
-        if cfg.mean_reversion or cfg.short_trend_points:
+        if cfg.mean_reversion or cfg.short_trend_points or naive_mix:
             extra.setdefault("t_last", last_observed_time(timestamps, mask))
             extra["interval"] = mean_interval(timestamps, values.shape[1])
         if cfg.output_bound > 0:
@@ -236,6 +247,11 @@ class SoterModel(nn.Module):
         last observed value plus the scaled change of the readout since t_T; ``"damped-trend"`` adds the
         trend term, which needs h_T [R, H] and the query times [R, Q] (seconds)."""
         scale = fr.rows("scale").to(readout.dtype)
+        if self.config.output_skip == "naive-residual":
+            last = fr.rows("last").to(readout.dtype)
+            weight = self.naive_mix(fr, h_last, t_query).to(readout.dtype)
+            return self.bounded(last + weight * (fr.rows("mean").to(readout.dtype) - last)
+                                + scale * (readout - readout_last), fr)
         if self.config.output_skip == "none":
             return self.bounded(fr.rows("loc").to(readout.dtype) + scale * readout, fr)
         anchor = fr.rows("last").to(readout.dtype)
@@ -252,6 +268,23 @@ class SoterModel(nn.Module):
         if self.config.output_bound <= 0:
             return pred
         return torch.minimum(torch.maximum(pred, fr.rows("low").to(pred.dtype)), fr.rows("high").to(pred.dtype))
+
+    def naive_mix(self, fr: WindowFrame, h_last: torch.Tensor, t_query: torch.Tensor) -> torch.Tensor:
+        """w [R, Q] in [0, 1]: each query's weight of the context mean against the last observed value, read from
+        mix_head(h_T) at the query's horizon step (``horizon_steps``)."""
+        if self.mix_head is None or fr.interval is None or h_last is None or t_query is None:
+            raise ValueError("the naive-residual output needs its mix head, the frame's interval, h_T and the query "
+                             "times")
+        steps = horizon_steps(intervals_since_last(fr, t_query), self.config.mix_steps)
+        return self.mix_head(h_last).float().gather(1, steps).clamp(0.0, 1.0)
+
+    def decode(self, h_last: torch.Tensor, t_last: torch.Tensor, t_query: torch.Tensor, fr: WindowFrame,
+               spline: NaturalCubicSpline | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Readouts [R, Q] at the query times and [R, 1] at t_T: one solve of the ODE decoder from h_T (rows
+        t_last [R], queries [R, Q]), or the direct head's readout at each query's horizon step (0 at t_T)."""
+        if isinstance(self.decoder, DirectHead):
+            return self.decoder(h_last, intervals_since_last(fr, t_query)), h_last.new_zeros(h_last.shape[0], 1)
+        return self.decoder(h_last, t_last, t_query, spline), self.decoder.readout(h_last)
 
     def trend(self, fr: WindowFrame, h_last: torch.Tensor, t_query: torch.Tensor) -> torch.Tensor:
         """g * slope * tau * (1 - exp(-dt / tau)) [R, Q]: the local slope followed for about tau seconds
@@ -340,8 +373,7 @@ class SoterModel(nn.Module):
         t_last = timestamps[:, -1].double().repeat_interleave(c)
         t_query = query_times.double().repeat_interleave(c, dim=0)
         spline = self.control_spline(inputs, timestamps, mask, control_beyond) if controlled else None
-        readout = self.decoder(h_last, t_last, t_query, spline)
-        readout_last = self.decoder.readout(h_last)
+        readout, readout_last = self.decode(h_last, t_last, t_query, fr, spline)
         pred = self.to_data_units(readout, readout_last, fr, h_last, t_query)
         return pred.view(b, c, -1), readout, readout_last, fr
 
@@ -363,8 +395,11 @@ class SoterModel(nn.Module):
         h_last = enc.hidden[:, -1].to(self.decoder.readout.weight.dtype)  # [B*C, H]
         t_last = timestamps[:, -1].double().repeat_interleave(c * q)
         t_rows = query_times.double().repeat_interleave(c, dim=0)  # [B*C, Q]
-        readout = self.decoder(h_last.repeat_interleave(q, dim=0), t_last, t_rows.reshape(-1, 1)).view(b * c, q)
-        readout_last = self.decoder.readout(h_last)
+        if isinstance(self.decoder, DirectHead):  # no solve: every query read from the one h_T
+            readout, readout_last = self.decode(h_last, t_last, t_rows, fr)
+        else:
+            readout = self.decoder(h_last.repeat_interleave(q, dim=0), t_last, t_rows.reshape(-1, 1)).view(b * c, q)
+            readout_last = self.decoder.readout(h_last)
         pred = self.to_data_units(readout, readout_last, fr, h_last, t_rows)
         return pred.view(b, c, q), readout, readout_last, fr
 

@@ -89,3 +89,13 @@ def test_the_score_is_the_geometric_mean_of_ratios_to_the_best_naive_baseline():
     assert row["sets_beating_every_naive"] == 1 and row["sets"] == 2
     mine = table[table["model"] == "m"]
     assert set(mine["rmse_best_naive"]) == {"last-value"} and set(mine["mae_best_naive"]) == {"seasonal-naive"}
+
+
+def test_a_tie_within_float32_rounding_is_not_a_win():
+    """A naive-residual SOTER at step 0 forecasts window mean in float32: its ratio to window mean is 1 +- 1e-7,
+    which must not count as beating every naive baseline (it did: 5 of 13 sets for the untrained model)."""
+    values = {(d, naive): (2.0 + i, 2.0 + i) for d in ("a", "b") for i, naive in enumerate(NAIVE)}
+    values[("a", "m")] = (2.0 * (1 - 1e-7), 2.0 * (1 - 1e-7))  # the best naive baseline, rounded in float32
+    values[("b", "m")] = (2.0 * 0.99, 2.0 * 0.99)  # a real win
+    summary = best_naive(_records(values))[1].set_index("model")
+    assert summary.loc["m", "sets_beating_every_naive"] == 1
