@@ -24,6 +24,14 @@ rates: the timestamps stay the true ones, the model sees the rate in them.
 All are drawn from their own seeded streams: the dataset and regime of every step stay those of
 the paper's schedule (windows are K - 1 samples longer, so their starts are drawn from a slightly
 shorter range).
+
+``generated_share`` p > 0 makes each (step, micro-batch), with probability p on its own seeded stream, a generated
+step: one generator drawn from the ``generators`` mix (models/soter/training/generators.py) gives every window of
+the batch, one channel each, with its own rate and true timestamps (dataset ``generated:<name>``), through the same
+regime coin, context length, target offsets and missingness mask as a corpus step. Window i of the global batch is
+a pure function of (seed, step, micro, i), so a rank generates only its own slice. With p = 0 no draw is made and
+every batch is the corpus's, bit for bit; with p = 1 the corpus is still opened (and needs one dataset), never read.
+A held-out sampler (``from_config(held_out=True)``, the validation batches) never generates.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import numpy as np
 
 from models.soter.training.config import TrainConfig
 from models.soter.training.corpus import CorpusDataset, CorpusError
+from models.soter.training.generators import GENERATORS, generated_window, parse_mix
 from protocols.windows import stable_seed
 
 MAX_REDRAWS = 50
@@ -53,7 +62,8 @@ class WindowSampler:
     def __init__(self, datasets: list[CorpusDataset], max_length: int, batch_size: int, seed: int,
                  missing_prob: float = 0.5, missing_rate: float = 0.15, rank: int = 0, world_size: int = 1,
                  dataset_weighting: str = "size", max_target_offset: int = 1, next_step_prob: float = 1.0,
-                 min_context: int = 0, targets_per_window: int = 1, max_stride: int = 1) -> None:
+                 min_context: int = 0, targets_per_window: int = 1, max_stride: int = 1,
+                 generated_share: float = 0.0, generators: dict[str, float] | None = None) -> None:
         if max_target_offset < 1 or not 0 <= next_step_prob <= 1:
             raise ValueError("max_target_offset must be >= 1 and next_step_prob in [0, 1]")
         if targets_per_window < 1 or (targets_per_window > 1 and max_target_offset == 1):
@@ -62,6 +72,16 @@ class WindowSampler:
         if max_stride < 1:
             raise ValueError(f"max_stride must be >= 1, got {max_stride}")
         self.max_stride = max_stride
+        if not 0 <= generated_share <= 1:
+            raise ValueError(f"generated_share must be in [0, 1], got {generated_share}")
+        mix = generators or {}
+        if generated_share and (not mix or set(mix) - set(GENERATORS) or min(mix.values()) <= 0):
+            raise ValueError(f"generators: positive weights of generators among {sorted(GENERATORS)} are needed with "
+                             f"generated_share > 0, got {mix}")
+        self.generated_share = generated_share
+        self.generator_names = sorted(mix)
+        weights = np.array([mix[k] for k in self.generator_names], dtype=float)
+        self.generator_p = weights / weights.sum() if weights.size else weights
         if not 0 <= min_context <= max_length:
             raise ValueError(f"min_context must be in [0, max_length={max_length}], got {min_context}")
         self.max_length, self.max_target_offset = max_length, max_target_offset
@@ -87,13 +107,27 @@ class WindowSampler:
 
     @classmethod
     def from_config(cls, datasets: list[CorpusDataset], cfg: TrainConfig, seed: int | None = None, rank: int = 0,
-                    world_size: int = 1) -> "WindowSampler":
-        """The sampler a training config describes (``seed`` overrides its seed: the held-out batches)."""
+                    world_size: int = 1, held_out: bool = False) -> "WindowSampler":
+        """The sampler a training config describes (``seed`` overrides its seed; ``held_out``: the corpus's windows
+        only, never generated ones: the validation batches measure the real data)."""
         return cls(datasets, cfg.max_length, cfg.batch_size, cfg.seed if seed is None else seed, cfg.missing_prob,
                    cfg.missing_rate, rank, world_size, cfg.dataset_weighting, cfg.max_target_offset,
-                   cfg.next_step_prob, cfg.min_context, cfg.targets_per_window, cfg.max_stride)
+                   cfg.next_step_prob, cfg.min_context, cfg.targets_per_window, cfg.max_stride,
+                   0.0 if held_out else cfg.generated_share, parse_mix(cfg.generators))
+
+    def generator(self, step: int, micro: int = 0) -> str | None:
+        """The generator of a generated step, None for a corpus step (always None with ``generated_share`` 0)."""
+        if not self.generated_share:
+            return None
+        rng = np.random.default_rng(stable_seed(self.seed, "generated", step, micro))
+        if rng.random() >= self.generated_share:
+            return None
+        return self.generator_names[int(rng.choice(len(self.generator_names), p=self.generator_p))]
 
     def batch(self, step: int, micro: int = 0) -> Batch:
+        kind = self.generator(step, micro)
+        if kind is not None:
+            return self._generated(kind, step, micro)
         rng = np.random.default_rng(stable_seed(self.seed, "batch", step, micro))
         ds = self.datasets[int(rng.choice(len(self.datasets), p=self.dataset_p))]
         missing = bool(np.random.default_rng(stable_seed(self.seed, "regime", step)).random() < self.missing_prob)
@@ -124,6 +158,25 @@ class WindowSampler:
         sl = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
         return Batch(values_arr[sl], times_arr[sl], observed[sl], missing, ds.name, n_targets)
 
+    def _generated(self, kind: str, step: int, micro: int) -> Batch:
+        """This rank's slice of a generated step's global batch (only its own windows are generated)."""
+        missing = bool(np.random.default_rng(stable_seed(self.seed, "regime", step)).random() < self.missing_prob)
+        total = self.batch_size * self.world_size
+        sl = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
+        windows = [generated_window(kind, stable_seed(self.seed, "generated-window", step, micro, i), self.window)
+                   for i in range(sl.start, sl.stop)]
+        values = np.stack([v for v, _ in windows])[:, None, :]  # [B, 1, window]
+        times = np.stack([t for _, t in windows])
+        if self.max_target_offset > 1 or self.min_context:
+            values, times = self._context_and_target(values, times, step, micro, missing, sl)
+        n_targets = 1 if missing else self.targets_per_window
+        observed = np.ones((self.batch_size, 1, values.shape[2] - n_targets), dtype=bool)
+        if missing:
+            mask_rng = np.random.default_rng(stable_seed(self.seed, "generated-observed", step, micro))
+            observed = mask_rng.random((total, *observed.shape[1:])) >= self.missing_rate
+            observed = observed[sl]
+        return Batch(values, times, observed, missing, f"generated:{kind}", n_targets)
+
     def stride(self, step: int, micro: int, ds: CorpusDataset) -> int:
         """The step's stride: 1 unless ``max_stride`` > 1, then uniform in 1..S, capped at what the longest
         recording of the step's dataset allows."""
@@ -135,6 +188,8 @@ class WindowSampler:
 
     def tokens(self, step: int, micro: int = 0) -> int:
         """B x C x L of this rank's batch at ``step``, without drawing its windows (tokens seen)."""
+        if self.generator(step, micro) is not None:
+            return self.batch_size * self.context_length(step, micro)  # one channel
         rng = np.random.default_rng(stable_seed(self.seed, "batch", step, micro))
         ds = self.datasets[int(rng.choice(len(self.datasets), p=self.dataset_p))]
         return self.batch_size * ds.values.shape[0] * self.context_length(step, micro)
@@ -159,11 +214,12 @@ class WindowSampler:
         return np.where(rng.random(shape) < self.next_step_prob, 1, far)
 
     def _context_and_target(self, values: np.ndarray, times: np.ndarray, step: int, micro: int,
-                            missing: bool) -> tuple[np.ndarray, np.ndarray]:
+                            missing: bool, rows: slice = slice(None)) -> tuple[np.ndarray, np.ndarray]:
         """[B, C, max_length + K] windows -> [B, C, L + M]: the newest L context samples, then the
-        samples k after the context's last one (M = 1 but with ``targets_per_window``)."""
+        samples k after the context's last one (M = 1 but with ``targets_per_window``). ``rows``: the part of the
+        global batch the windows are (a generated step's rank slice)."""
         length, top = self.context_length(step, micro), self.max_length
-        k = self.target_offsets(step, micro, missing)
+        k = self.target_offsets(step, micro, missing)[rows]
         k = k[:, None] if k.ndim == 1 else k  # [B, M]
         rows = np.arange(len(values))[:, None]
         target = values[rows, :, top - 1 + k].transpose(0, 2, 1)  # [B, M, C] -> [B, C, M]
