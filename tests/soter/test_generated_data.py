@@ -57,7 +57,7 @@ def test_mix_is_parsed_normalised_and_checked():
     assert parse_mix("ecg=1, gp=3") == {"ecg": 0.25, "gp": 0.75}
     assert parse_mix("ecg=1,rsp=0") == {"ecg": 1.0}
     for bad, match in [("ekg=1", "ekg"), ("ecg", "NAME=WEIGHT"), ("ecg=x", "not a number"), ("ecg=-1", ">= 0"),
-                       ("ecg=0", "no positive"), ("ecg=nan", ">= 0")]:
+                       ("ecg=0", "no positive"), ("ecg=nan", ">= 0"), ("ecg=1,ecg=2", "twice")]:
         with pytest.raises(ValueError, match=match):
             parse_mix(bad)
 

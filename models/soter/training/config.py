@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from models.soter.config import SoterConfig, preset
+from models.soter.training.augment import parse_augment
 from models.soter.training.generators import DEFAULT_MIX, parse_mix
 
 
@@ -55,6 +56,9 @@ class TrainConfig:
     generated_share: float = 0.0
     # the generators' mix, NAME=WEIGHT pairs (normalised); one generator per generated step
     generators: str = DEFAULT_MIX
+    # per-window augmentation, NAME=PROBABILITY pairs among decimate, resample, scale, offset, flip
+    # (models/soter/training/augment.py); "" = none
+    augment: str = ""
     # > 0: re-draw the gated input embedding's two Linear(1, H) weights with this std after the model's own
     # initialisation (normal, std initializer_range = 0.02 in the official code). With inputs in [0, 1] that
     # init gives embeddings of RMS ~1e-4, under the RMSNorm eps: see docs/soter-training.md. 0 = the official init
@@ -92,6 +96,7 @@ class TrainConfig:
         if not 0 <= self.generated_share <= 1:
             raise ValueError(f"generated_share must be in [0, 1], got {self.generated_share}")
         parse_mix(self.generators)  # a ValueError naming the bad item
+        parse_augment(self.augment)
         if self.aux_absolute_weight < 0:
             raise ValueError("aux_absolute_weight must be >= 0")
         object.__setattr__(self, "model_options", SoterConfig.options(self.model_options))

@@ -32,6 +32,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from models.soter.training.named_numbers import named_numbers
+
 PHYSIOLOGICAL_RATES = (25.0, 500.0)
 STATISTICAL_RATES = (1.0, 250.0)
 GP_POINTS = 256
@@ -216,21 +218,10 @@ SIGNAL_KIND = {"ecg": "ecg", "ecgsyn": "ecg", "ppg": "ppg", "rsp": "rsp", "eda":
 def parse_mix(text: str) -> dict[str, float]:
     """``"ecg=0.3,gp=0.7"`` -> normalised weights; a name not in GENERATORS, a negative or unreadable weight, or no
     positive weight is a ValueError naming it."""
-    weights: dict[str, float] = {}
-    for item in (s.strip() for s in text.split(",")):
-        if not item:
-            continue
-        name, sep, value = item.partition("=")
-        name = name.strip()
-        if not sep or name not in GENERATORS:
-            raise ValueError(f"generators: expected NAME=WEIGHT with NAME one of {sorted(GENERATORS)}, got {item!r}")
-        try:
-            weight = float(value)
-        except ValueError:
-            raise ValueError(f"generators: weight of {name!r} is not a number: {value!r}") from None
-        if not np.isfinite(weight) or weight < 0:
-            raise ValueError(f"generators: weight of {name!r} must be a finite number >= 0, got {value!r}")
-        weights[name] = weights.get(name, 0.0) + weight
+    weights = named_numbers(text, "generators", GENERATORS, "weight")
+    bad = {k: v for k, v in weights.items() if not np.isfinite(v) or v < 0}
+    if bad:
+        raise ValueError(f"generators: weights must be finite numbers >= 0, got {bad}")
     total = sum(weights.values())
     if total <= 0:
         raise ValueError(f"generators: no positive weight in {text!r}")

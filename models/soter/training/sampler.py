@@ -31,7 +31,11 @@ the batch, one channel each, with its own rate and true timestamps (dataset ``ge
 regime coin, context length, target offsets and missingness mask as a corpus step. Window i of the global batch is
 a pure function of (seed, step, micro, i), so a rank generates only its own slice. With p = 0 no draw is made and
 every batch is the corpus's, bit for bit; with p = 1 the corpus is still opened (and needs one dataset), never read.
-A held-out sampler (``from_config(held_out=True)``, the validation batches) never generates.
+``augment`` (probabilities per augmentation, models/soter/training/augment.py) gives window i of the global batch
+its own plan, drawn from a stream of (seed, step, micro, i): a rate change reads the raw stretch it needs (q times
+the window for decimation by q; none where no recording of the step's dataset is that long), then the rate change,
+scale, offset and flips the plan says, before the context and target are cut. Without it no draw is made.
+A held-out sampler (``from_config(held_out=True)``, the validation batches) never generates nor augments.
 """
 
 from __future__ import annotations
@@ -40,9 +44,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.soter.training.augment import AugmentPlan, apply_plan, draw_plan, parse_augment, signal_kind
+from models.soter.training.augment import checked as checked_augment
 from models.soter.training.config import TrainConfig
 from models.soter.training.corpus import CorpusDataset, CorpusError
-from models.soter.training.generators import GENERATORS, generated_window, parse_mix
+from models.soter.training.generators import GENERATORS, SIGNAL_KIND, generated_window, parse_mix
 from protocols.windows import stable_seed
 
 MAX_REDRAWS = 50
@@ -63,7 +69,8 @@ class WindowSampler:
                  missing_prob: float = 0.5, missing_rate: float = 0.15, rank: int = 0, world_size: int = 1,
                  dataset_weighting: str = "size", max_target_offset: int = 1, next_step_prob: float = 1.0,
                  min_context: int = 0, targets_per_window: int = 1, max_stride: int = 1,
-                 generated_share: float = 0.0, generators: dict[str, float] | None = None) -> None:
+                 generated_share: float = 0.0, generators: dict[str, float] | None = None,
+                 augment: dict[str, float] | None = None) -> None:
         if max_target_offset < 1 or not 0 <= next_step_prob <= 1:
             raise ValueError("max_target_offset must be >= 1 and next_step_prob in [0, 1]")
         if targets_per_window < 1 or (targets_per_window > 1 and max_target_offset == 1):
@@ -79,6 +86,7 @@ class WindowSampler:
             raise ValueError(f"generators: positive weights of generators among {sorted(GENERATORS)} are needed with "
                              f"generated_share > 0, got {mix}")
         self.generated_share = generated_share
+        self.augment = checked_augment(augment or {})
         self.generator_names = sorted(mix)
         weights = np.array([mix[k] for k in self.generator_names], dtype=float)
         self.generator_p = weights / weights.sum() if weights.size else weights
@@ -113,7 +121,8 @@ class WindowSampler:
         return cls(datasets, cfg.max_length, cfg.batch_size, cfg.seed if seed is None else seed, cfg.missing_prob,
                    cfg.missing_rate, rank, world_size, cfg.dataset_weighting, cfg.max_target_offset,
                    cfg.next_step_prob, cfg.min_context, cfg.targets_per_window, cfg.max_stride,
-                   0.0 if held_out else cfg.generated_share, parse_mix(cfg.generators))
+                   0.0 if held_out else cfg.generated_share, parse_mix(cfg.generators),
+                   None if held_out else parse_augment(cfg.augment))
 
     def generator(self, step: int, micro: int = 0) -> str | None:
         """The generator of a generated step, None for a corpus step (always None with ``generated_share`` 0)."""
@@ -136,18 +145,21 @@ class WindowSampler:
         span = (self.window - 1) * stride + 1  # raw samples a window covers
         usable = np.maximum(ds.lengths - span + 1, 0)
         weights = usable / usable.sum()
+        kinds = tuple(signal_kind(c) for c in ds.channels) or ("other",) * ds.values.shape[0]
         values, times = [], []
-        for _ in range(total):
-            for _ in range(MAX_REDRAWS):
-                r = int(rng.choice(len(ds.lengths), p=weights))
-                a = int(ds.starts[r] + rng.integers(usable[r]))
-                v = np.asarray(ds.values[:, a:a + span:stride], dtype=np.float32)
-                if np.isfinite(v).all():
-                    break
-            else:
-                raise CorpusError(f"{ds.name}: no gap-free window of {self.window} samples after {MAX_REDRAWS} draws")
+        for i in range(total):
+            plan = self.augment_plan(step, micro, i)
+            if plan is None:
+                v, t = self._read(rng, ds, span, stride, usable, weights)
+            else:  # the raw stretch the plan's rate change needs (none where no recording is long enough)
+                if (plan.raw_length(self.window) - 1) * stride + 1 > ds.lengths.max():
+                    plan = plan.without_rate_change()
+                raw = (plan.raw_length(self.window) - 1) * stride + 1
+                fits = np.maximum(ds.lengths - raw + 1, 0)
+                v, t = self._read(rng, ds, raw, stride, fits, fits / fits.sum())
+                v, t = apply_plan(plan, v, t, self.window, kinds)
             values.append(v)
-            times.append(np.asarray(ds.times[a:a + span:stride], dtype=np.float64))
+            times.append(t)
         values_arr, times_arr = np.stack(values), np.stack(times)
         if self.max_target_offset > 1 or self.min_context:
             values_arr, times_arr = self._context_and_target(values_arr, times_arr, step, micro, missing)
@@ -158,15 +170,38 @@ class WindowSampler:
         sl = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
         return Batch(values_arr[sl], times_arr[sl], observed[sl], missing, ds.name, n_targets)
 
+    def _read(self, rng: np.random.Generator, ds: CorpusDataset, span: int, stride: int, usable: np.ndarray,
+              weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One gap-free stretch of ``span`` raw samples read at ``stride``: values [C, n] float32, times [n]."""
+        for _ in range(MAX_REDRAWS):
+            r = int(rng.choice(len(ds.lengths), p=weights))
+            a = int(ds.starts[r] + rng.integers(usable[r]))
+            v = np.asarray(ds.values[:, a:a + span:stride], dtype=np.float32)
+            if np.isfinite(v).all():
+                return v, np.asarray(ds.times[a:a + span:stride], dtype=np.float64)
+        raise CorpusError(f"{ds.name}: no gap-free window of {self.window} samples after {MAX_REDRAWS} draws")
+
+    def augment_plan(self, step: int, micro: int, i: int) -> AugmentPlan | None:
+        """Window i's augmentation (of the global batch), None without ``augment``."""
+        if not self.augment:
+            return None
+        return draw_plan(self.augment, np.random.default_rng(stable_seed(self.seed, "augment", step, micro, i)))
+
     def _generated(self, kind: str, step: int, micro: int) -> Batch:
         """This rank's slice of a generated step's global batch (only its own windows are generated)."""
         missing = bool(np.random.default_rng(stable_seed(self.seed, "regime", step)).random() < self.missing_prob)
         total = self.batch_size * self.world_size
         sl = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
-        windows = [generated_window(kind, stable_seed(self.seed, "generated-window", step, micro, i), self.window)
-                   for i in range(sl.start, sl.stop)]
-        values = np.stack([v for v, _ in windows])[:, None, :]  # [B, 1, window]
-        times = np.stack([t for _, t in windows])
+        values, times = [], []
+        for i in range(sl.start, sl.stop):
+            plan = self.augment_plan(step, micro, i)
+            seed = stable_seed(self.seed, "generated-window", step, micro, i)
+            v, t = generated_window(kind, seed, self.window if plan is None else plan.raw_length(self.window))
+            if plan is not None:
+                v, t = apply_plan(plan, v[None], t, self.window, (SIGNAL_KIND[kind],))
+            values.append(v.reshape(1, -1))
+            times.append(t)
+        values, times = np.stack(values), np.stack(times)  # [B, 1, window], [B, window]
         if self.max_target_offset > 1 or self.min_context:
             values, times = self._context_and_target(values, times, step, micro, missing, sl)
         n_targets = 1 if missing else self.targets_per_window
