@@ -107,8 +107,8 @@ def test_generated_steps_keep_the_batch_structure_and_are_pure_functions_of_the_
 def test_generated_batches_shard_across_ranks(corpus):
     ds = open_corpus(corpus)
     kw = dict(seed=4, **OPTIONS, generated_share=1.0, generators={"sarima": 1.0}, missing_prob=1.0)
-    whole = WindowSampler(ds, 32, 4, **kw).batch(2)
-    halves = [WindowSampler(ds, 32, 2, rank=r, world_size=2, **kw).batch(2) for r in (0, 1)]
+    whole = WindowSampler(ds, 32, 6, **kw).batch(2)  # windows 0-3 and 4-5 share a series: the first straddles
+    halves = [WindowSampler(ds, 32, 3, rank=r, world_size=2, **kw).batch(2) for r in (0, 1)]
     for field in ("values", "times", "observed"):
         np.testing.assert_array_equal(np.concatenate([getattr(h, field) for h in halves]), getattr(whole, field))
     assert whole.missing_regime and not whole.observed.all()

@@ -20,7 +20,9 @@ The physiological ones draw their rate log-uniformly in 25-500 Hz and get baseli
 interference where the rate can carry it) on top of the simulator's own noise; the statistical ones 1-250 Hz.
 
 ``generated_window`` cuts one training window from a longer generated span, MinMax-normalised over the span as the
-corpus is over its dataset, so a window does not always fill [0, 1].
+corpus is over its dataset, so a window does not always fill [0, 1]. The sampler cuts ``WINDOWS_PER_SERIES``
+windows from each span (one simulated subject or process per group of windows): a simulator's cost is mostly per
+call (neurokit2's) or per simulated second (``ecgsyn``), so this divides a generated batch's cost by about as much.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from models.soter.training.named_numbers import named_numbers
 PHYSIOLOGICAL_RATES = (25.0, 500.0)
 STATISTICAL_RATES = (1.0, 250.0)
 GP_POINTS = 256
+WINDOWS_PER_SERIES = 4  # windows the sampler cuts from one generated span
 ATTEMPTS = 5  # draws of a generator's parameters before its error is raised
 SPAN_FACTOR = (1.25, 3.0)  # the normalisation span, in windows: the window is a part of a longer series
 DEFAULT_MIX = "ecg=0.25,ecgsyn=0.02,ppg=0.2,rsp=0.15,eda=0.1,sarima=0.13,gp=0.15"
@@ -248,11 +251,15 @@ def generated_span(kind: str, rng: np.random.Generator, length: int) -> tuple[np
     return minmax(np.asarray(x[:n], dtype=np.float64)), rate
 
 
+def window_of(span: np.ndarray, rate: float, start: int, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """``length`` samples of a normalised span from ``start``: values float32 and timestamps (s) at its rate."""
+    return (span[start:start + length].astype(np.float32),
+            (start + np.arange(length, dtype=np.float64)) / rate)
+
+
 def generated_window(kind: str, seed: int, length: int) -> tuple[np.ndarray, np.ndarray]:
     """One window of ``length`` samples: values [length] float32 in [0, 1] (normalised over a longer span) and
     its timestamps [length] float64 in seconds at the generator's rate."""
     rng = np.random.default_rng(seed)
     span, rate = generated_span(kind, rng, length)
-    a = int(rng.integers(span.size - length + 1))
-    return (span[a:a + length].astype(np.float32),
-            (a + np.arange(length, dtype=np.float64)) / rate)
+    return window_of(span, rate, int(rng.integers(span.size - length + 1)), length)

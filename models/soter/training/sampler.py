@@ -28,8 +28,9 @@ shorter range).
 ``generated_share`` p > 0 makes each (step, micro-batch), with probability p on its own seeded stream, a generated
 step: one generator drawn from the ``generators`` mix (models/soter/training/generators.py) gives every window of
 the batch, one channel each, with its own rate and true timestamps (dataset ``generated:<name>``), through the same
-regime coin, context length, target offsets and missingness mask as a corpus step. Window i of the global batch is
-a pure function of (seed, step, micro, i), so a rank generates only its own slice. With p = 0 no draw is made and
+regime coin, context length, target offsets and missingness mask as a corpus step. Windows 4g..4g+3 of the global
+batch are cut from series g (``WINDOWS_PER_SERIES``), a pure function of (seed, step, micro, g), each at its own
+seeded place, so a rank generates only the series of its own slice. With p = 0 no draw is made and
 every batch is the corpus's, bit for bit; with p = 1 the corpus is still opened (and needs one dataset), never read.
 ``augment`` (probabilities per augmentation, models/soter/training/augment.py) gives window i of the global batch
 its own plan, drawn from a stream of (seed, step, micro, i): a rate change reads the raw stretch it needs (q times
@@ -48,7 +49,8 @@ from models.soter.training.augment import AugmentPlan, apply_plan, draw_plan, pa
 from models.soter.training.augment import checked as checked_augment
 from models.soter.training.config import TrainConfig
 from models.soter.training.corpus import CorpusDataset, CorpusError
-from models.soter.training.generators import GENERATORS, SIGNAL_KIND, generated_window, parse_mix
+from models.soter.training.generators import (GENERATORS, SIGNAL_KIND, WINDOWS_PER_SERIES, generated_span, parse_mix,
+                                              window_of)
 from protocols.windows import stable_seed
 
 MAX_REDRAWS = 50
@@ -192,13 +194,23 @@ class WindowSampler:
         missing = bool(np.random.default_rng(stable_seed(self.seed, "regime", step)).random() < self.missing_prob)
         total = self.batch_size * self.world_size
         sl = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
+        per = WINDOWS_PER_SERIES
+        first, last = sl.start // per * per, min(total, ((sl.stop - 1) // per + 1) * per)  # the slice's groups
+        plans = {i: self.augment_plan(step, micro, i) for i in range(first, last)}
+        needs = {i: self.window if plan is None else plan.raw_length(self.window) for i, plan in plans.items()}
+        series: dict[int, tuple[np.ndarray, float]] = {}
         values, times = [], []
         for i in range(sl.start, sl.stop):
-            plan = self.augment_plan(step, micro, i)
-            seed = stable_seed(self.seed, "generated-window", step, micro, i)
-            v, t = generated_window(kind, seed, self.window if plan is None else plan.raw_length(self.window))
-            if plan is not None:
-                v, t = apply_plan(plan, v[None], t, self.window, (SIGNAL_KIND[kind],))
+            g = i // per  # window i is cut from series g, long enough for every window of its group
+            if g not in series:
+                group = range(g * per, min(total, (g + 1) * per))
+                rng = np.random.default_rng(stable_seed(self.seed, "generated-series", step, micro, g))
+                series[g] = generated_span(kind, rng, max(needs[j] for j in group))
+            span, rate = series[g]
+            start = np.random.default_rng(stable_seed(self.seed, "generated-window", step, micro, i))
+            v, t = window_of(span, rate, int(start.integers(span.size - needs[i] + 1)), needs[i])
+            if plans[i] is not None:
+                v, t = apply_plan(plans[i], v[None], t, self.window, (SIGNAL_KIND[kind],))
             values.append(v.reshape(1, -1))
             times.append(t)
         values, times = np.stack(values), np.stack(times)  # [B, 1, window], [B, window]
