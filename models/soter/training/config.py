@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from models.soter.config import SoterConfig, preset
+from models.soter.training.augment import parse_augment
+from models.soter.training.generators import DEFAULT_MIX, parse_mix
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,14 @@ class TrainConfig:
     # > 1 (issue #45): each step's windows read at every s-th sample, s uniform in 1..max_stride (several sampling
     # rates from one recording); 1 = the paper's windows
     max_stride: int = 1
+    # > 0: each step (and micro-batch), with this probability, trains on series generated on the fly instead of
+    # corpus windows (models/soter/training/generators.py; docs/soter-training.md); 0 = the corpus alone
+    generated_share: float = 0.0
+    # the generators' mix, NAME=WEIGHT pairs (normalised); one generator per generated step
+    generators: str = DEFAULT_MIX
+    # per-window augmentation, NAME=PROBABILITY pairs among decimate, resample, scale, offset, flip
+    # (models/soter/training/augment.py); "" = none
+    augment: str = ""
     # > 0: re-draw the gated input embedding's two Linear(1, H) weights with this std after the model's own
     # initialisation (normal, std initializer_range = 0.02 in the official code). With inputs in [0, 1] that
     # init gives embeddings of RMS ~1e-4, under the RMSNorm eps: see docs/soter-training.md. 0 = the official init
@@ -83,6 +93,10 @@ class TrainConfig:
             raise ValueError("missing_prob must be in [0, 1] and missing_rate in [0, 1)")
         if self.min_length > self.max_length:
             raise ValueError("min_length must not exceed max_length")
+        if not 0 <= self.generated_share <= 1:
+            raise ValueError(f"generated_share must be in [0, 1], got {self.generated_share}")
+        parse_mix(self.generators)  # a ValueError naming the bad item
+        parse_augment(self.augment)
         if self.aux_absolute_weight < 0:
             raise ValueError("aux_absolute_weight must be >= 0")
         object.__setattr__(self, "model_options", SoterConfig.options(self.model_options))

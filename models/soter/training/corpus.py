@@ -116,6 +116,7 @@ class CorpusDataset:
     times: np.ndarray  # memmap [N]
     starts: np.ndarray  # recording offsets
     lengths: np.ndarray
+    channels: tuple[str, ...] = ()  # the channels' names (augmentation's flips depend on the signal)
 
 
 CHUNK = 1 << 20  # samples per normalisation pass: memory stays bounded whatever the corpus size
@@ -253,5 +254,5 @@ def open_corpus(corpus: Path) -> list[CorpusDataset]:
             raise CorpusError(f"{f}: evaluation dataset {index['name']!r} found in the corpus")
         out.append(CorpusDataset(index["name"], np.load(f / "values.npy", mmap_mode="r"),
                                  np.load(f / "times.npy", mmap_mode="r"), np.asarray(index["starts"]),
-                                 np.asarray(index["lengths"])))
+                                 np.asarray(index["lengths"]), tuple(index.get("channels", ()))))
     return out

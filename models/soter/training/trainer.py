@@ -131,7 +131,8 @@ class Trainer:
                                                  world_size=self.world_size)
         self.val_sampler = None
         if cfg.val_corpus:  # fixed batches (steps 0..val_batches-1 of their own seeded sampler)
-            self.val_sampler = WindowSampler.from_config(open_corpus(Path(cfg.val_corpus)), cfg, seed=cfg.seed + 1)
+            self.val_sampler = WindowSampler.from_config(open_corpus(Path(cfg.val_corpus)), cfg, seed=cfg.seed + 1,
+                                                         held_out=True)
         self.step = 0
         self.wall_before = 0.0  # training seconds of earlier processes (resumed runs)
         self._started = time.perf_counter()
