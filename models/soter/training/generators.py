@@ -7,7 +7,7 @@ true timestamps at its own rate. Every draw (rate, morphology, noise, drift) com
 neurokit2 gets its seed from it: a window is a pure function of its seed.
 
 - ``ecg``: neurokit2's ``ecg_simulate(method="simple")``, heart rate 40-180 bpm; ``ecgsyn``: the dynamical model
-  (McSharry et al.) with its P, Q, R, S, T wave amplitudes and widths each scaled by 0.6-1.4 (about 50x dearer);
+  (McSharry et al.) with its P, Q, R, S, T wave amplitudes and widths each scaled by 0.6-1.4 (about 30x dearer);
 - ``ppg``: ``ppg_simulate``, heart rate 40-180 bpm, its own drift, motion and powerline noise;
 - ``rsp``: ``rsp_simulate`` (sinusoidal or breathmetrics), 6-40 breaths per minute;
 - ``eda``: ``eda_simulate``, 0-1 skin conductance responses per 5 s;
