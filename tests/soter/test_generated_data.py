@@ -96,7 +96,8 @@ def test_generated_steps_keep_the_batch_structure_and_are_pure_functions_of_the_
         assert b.values.shape == (4, 1, length + m) and b.times.shape == (4, length + m)
         assert b.observed.shape == (4, 1, length) and b.n_targets == m
         assert np.isfinite(b.values).all() and b.values.min() >= 0 and b.values.max() <= 1
-        assert np.all(np.diff(b.times[:, :length], axis=1) > 0) and np.all(b.times[:, length:] > b.times[:, [length - 1]])
+        assert np.all(np.diff(b.times[:, :length], axis=1) > 0)
+        assert np.all(b.times[:, length:] > b.times[:, [length - 1]])  # targets after the context
         assert b.observed.all() != b.missing_regime  # the mask of the regime
         assert sampler.tokens(step) == 4 * length == b.observed.size
     assert len(kinds) >= 2 and regimes == {True, False}
