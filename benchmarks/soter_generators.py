@@ -114,8 +114,9 @@ def main() -> None:
         print(f"## {args.rounds} interleaved rounds (CPU s, median; generators drawn {sorted(set(kinds))})")
         for key, values in rows.items():
             print(f"{key:24s} {statistics.median(values):.4f} s  (mean {np.mean(values):.4f})")
+        mean_over_step = np.mean(rows["generated batch"]) / statistics.median(rows["training step"])
         print(f"generated batch / training step: median {statistics.median(ratios):.3f}, "
-              f"mean of the generated batches / median step {np.mean(rows['generated batch']) / statistics.median(rows['training step']):.3f}")
+              f"mean of the generated batches / median step {mean_over_step:.3f}")
         print(f"mix {args.generators!r}; augment {args.augment!r}")
 
 

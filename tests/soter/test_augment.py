@@ -54,8 +54,8 @@ def test_flips_only_where_the_signal_allows_them():
     np.testing.assert_allclose(out[1:3], x[1:3], atol=1e-7)  # PPG and EDA never flip
     np.testing.assert_allclose(out[3], (1 - x[3])[::-1], atol=1e-7)  # a generic series: sign and time
     np.testing.assert_array_equal(out_t, t)  # timestamps keep their order
-    assert [signal_kind(c) for c in ("II", "ECG", "V5", "PLETH", "RESP", "EDA", "ABP")] == [
-        "ecg", "ecg", "ecg", "ppg", "rsp", "eda", "other"]
+    assert [signal_kind(c) for c in ("II", "ECG", "V5", "vx", "PLETH", "RESP", "EDA", "ABP")] == [
+        "ecg", "ecg", "ecg", "ecg", "ppg", "rsp", "eda", "other"]
     same, _ = apply_plan(AugmentPlan(flip=True), x[:1], t, 50, ("other",))
     np.testing.assert_allclose(same, x[:1], atol=1e-7)  # unknown channels are never flipped
 

@@ -4,12 +4,13 @@ share of 0 leaves every batch as it was."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 
 import numpy as np
 import pytest
 
 from models.soter.training.config import TrainConfig
-from models.soter.training.corpus import open_corpus
+from models.soter.training.corpus import CorpusDataset, open_corpus
 from models.soter.training.generators import (GENERATORS, PHYSIOLOGICAL_RATES, SIGNAL_KIND, STATISTICAL_RATES,
                                               generated_span, generated_window, parse_mix)
 from models.soter.training.sampler import WindowSampler
@@ -76,6 +77,31 @@ def test_share_zero_gives_todays_batches_bit_for_bit(corpus):
             assert today.tokens(step) == configured.tokens(step)
 
 
+def _fixed_corpus() -> list[CorpusDataset]:
+    """Two in-memory datasets of seeded numbers (no simulator: the same bytes on every machine), one with a gap."""
+    rng = np.random.default_rng(0)
+    values = rng.random((2, 3000)).astype(np.float32)
+    values[1, 700:705] = np.nan
+    times = np.concatenate([np.arange(1800) / 50.0, 100 + np.arange(1200) / 25.0])
+    return [CorpusDataset("a", values, times, np.array([0, 1800]), np.array([1800, 1200])),
+            CorpusDataset("b", values[:1, :900] * 0.5, times[:900], np.array([0]), np.array([900]))]
+
+
+def test_share_zero_and_no_augmentation_give_the_batches_of_the_sampler_before_them():
+    """The digest of 12 batches (with and without the options beyond the paper) as the sampler drew them before
+    generated data and augmentation existed."""
+    digest = hashlib.sha256()
+    for kw in ({}, dict(max_target_offset=6, next_step_prob=0.5, min_context=8, targets_per_window=3, max_stride=2)):
+        sampler = WindowSampler(_fixed_corpus(), 32, 2, seed=5, **kw, generated_share=0.0, generators={"gp": 1.0},
+                                augment={})
+        for step in range(6):
+            b = sampler.batch(step)
+            for array in (b.values, b.times, b.observed):
+                digest.update(np.ascontiguousarray(array).tobytes())
+            digest.update(f"{b.dataset}{b.missing_regime}{b.n_targets}".encode())
+    assert digest.hexdigest() == "8293a43a229f6af15986e31dab80a8e2c973afa6004899a2c073cd82a886fbbc"
+
+
 def test_generated_steps_keep_the_batch_structure_and_are_pure_functions_of_the_step(corpus):
     ds = open_corpus(corpus)
     sampler = WindowSampler(ds, 32, 4, seed=3, **OPTIONS, generated_share=0.5,
@@ -96,7 +122,8 @@ def test_generated_steps_keep_the_batch_structure_and_are_pure_functions_of_the_
         assert b.values.shape == (4, 1, length + m) and b.times.shape == (4, length + m)
         assert b.observed.shape == (4, 1, length) and b.n_targets == m
         assert np.isfinite(b.values).all() and b.values.min() >= 0 and b.values.max() <= 1
-        assert np.all(np.diff(b.times[:, :length], axis=1) > 0) and np.all(b.times[:, length:] > b.times[:, [length - 1]])
+        assert np.all(np.diff(b.times[:, :length], axis=1) > 0)
+        assert np.all(b.times[:, length:] > b.times[:, [length - 1]])  # targets after the context
         assert b.observed.all() != b.missing_regime  # the mask of the regime
         assert sampler.tokens(step) == 4 * length == b.observed.size
     assert len(kinds) >= 2 and regimes == {True, False}

@@ -36,7 +36,7 @@ MARGIN = 8  # output samples cut from each end of a resampled stretch (the FFT's
 SIGN_FLIP = frozenset({"ecg", "rsp", "generic"})
 TIME_REVERSAL = frozenset({"generic"})
 _ECG_NAMES = frozenset({"ecg", "ekg", "i", "ii", "iii", "avr", "avl", "avf", "mlii", "mli", "mliii", "v", "v1",
-                        "v2", "v3", "v4", "v5", "v6", "ml2", "ecg1", "ecg2", "lead"})
+                        "v2", "v3", "v4", "v5", "v6", "ml2", "ecg1", "ecg2", "lead", "vx", "vy", "vz", "mcl1"})
 
 
 def signal_kind(channel: str) -> str:

@@ -7,7 +7,7 @@ true timestamps at its own rate. Every draw (rate, morphology, noise, drift) com
 neurokit2 gets its seed from it: a window is a pure function of its seed.
 
 - ``ecg``: neurokit2's ``ecg_simulate(method="simple")``, heart rate 40-180 bpm; ``ecgsyn``: the dynamical model
-  (McSharry et al.) with its P, Q, R, S, T wave amplitudes and widths each scaled by 0.6-1.4 (about 50x dearer);
+  (McSharry et al.) with its P, Q, R, S, T wave amplitudes and widths each scaled by 0.6-1.4 (about 30x dearer);
 - ``ppg``: ``ppg_simulate``, heart rate 40-180 bpm, its own drift, motion and powerline noise;
 - ``rsp``: ``rsp_simulate`` (sinusoidal or breathmetrics), 6-40 breaths per minute;
 - ``eda``: ``eda_simulate``, 0-1 skin conductance responses per 5 s;
@@ -127,7 +127,9 @@ def rsp(rng: np.random.Generator, n: int) -> tuple[np.ndarray, float]:
     nk, rate = _neurokit(), _rate(rng, PHYSIOLOGICAL_RATES)
     br, noise = rng.uniform(6, 40), rng.uniform(0.0, 0.2)
     method, seed = str(rng.choice(["sinusoidal", "breathmetrics"])), int(rng.integers(2**31))
-    x = _quiet(lambda: nk.rsp_simulate(duration=_seconds(n, rate), sampling_rate=int(rate), respiratory_rate=br,
+    # breathmetrics needs a few breaths and may return half the duration asked: ask for twice, and 4 breaths more
+    seconds = _seconds(n, rate) if method == "sinusoidal" else 2 * _seconds(n, rate) + int(np.ceil(240 / br))
+    x = _quiet(lambda: nk.rsp_simulate(duration=seconds, sampling_rate=int(rate), respiratory_rate=br,
                                        noise=noise, method=method, random_state=seed))
     return _wander(rng, _enough(x, n, "rsp"), rate), rate
 

@@ -11,6 +11,8 @@ Every TrainConfig field is a flag (``--batch-size``, ``--warmup-steps`` ...); de
 paper's. ``--recipe FILE`` (models/soter/recipes/) sets them from a file; flags given override it.
 Model options: ``--model-option KEY=VALUE`` (SoterConfig fields); a head's own rate: ``--group-lr NAME=LR``.
 ``--resume`` continues from the latest checkpoint in ``--out`` (exactly).
+Data generated on the fly and augmentation (docs/soter-training.md): ``--generated-share 0.5 --generators
+ecg=1,ppg=1,gp=1 --augment decimate=0.2,resample=0.2,scale=0.3,offset=0.3,flip=0.3``.
 """
 
 from __future__ import annotations
