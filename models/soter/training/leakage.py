@@ -126,6 +126,21 @@ def _sources(shared: Path, selection: bool = True) -> Iterator[Source]:
                     for r in ds.recordings]
         return read
 
+    def ieee(folder: Path):
+        def read():  # every channel, the training files' ECG too (the loader's channels are one list for all files)
+            from protocols.datasets.ieee_ppg import ALL_CHANNELS, DEFAULT_CHANNELS, RATE, parse_name, read_sig
+
+            mats = [p for p in sorted(folder.rglob("*.mat")) if parse_name(p).kind == "signal"]
+            if not mats:
+                raise FileNotFoundError(f"no IEEE SPC recording under {folder}")
+            out = []
+            for path in mats:
+                sig = read_sig(path)
+                out.append((f"IEEE SPC {path.stem} (evaluation)", ALL_CHANNELS if len(sig) == 6 else DEFAULT_CHANNELS,
+                            sig, float(RATE)))
+            return out
+        return read
+
     def selection(s):
         return lambda: [(f"selection-set {s.name} (held out)", *_of(selection_set.load_set(s, shared)))]
 
@@ -141,8 +156,7 @@ def _sources(shared: Path, selection: bool = True) -> Iterator[Source]:
     yield "MIT-BIH (paper samples)", evaluation("mitbih", "MIT-BIH"), sorted((paper / "mitbih").glob("*.dat"))
     yield ("BIDMC (paper samples)", evaluation("heartrate", "BIDMC", channels=("PLETH", "II", "RESP", "V", "AVR")),
            sorted((paper / "heartrate").rglob("*.csv")))
-    yield ("IEEE SPC 2015 (paper samples)", evaluation("ieee-ppg", "IEEE SPC"),
-           sorted((paper / "ieee-ppg").rglob("*.mat")))
+    yield "IEEE SPC 2015 (paper samples)", ieee(paper / "ieee-ppg"), sorted((paper / "ieee-ppg").rglob("*.mat"))
     for s in selection_set.SETS if selection else ():
         files = [] if s.kind == "heartpy" else sorted((shared / s.path).parent.glob(Path(s.path).name + "*"))
         yield f"selection set {s.name}", selection(s), files
