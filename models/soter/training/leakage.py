@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -245,10 +246,10 @@ def load_library(shared: Path | None = None, selection: bool = True, cache: Path
                            tuple(meta["missing"]))
     library = build_library(shared, selection)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.stem + ".tmp.npz")
-    np.savez(tmp, values=library.values, starts=library.starts, lengths=library.lengths,
-             meta=np.array(json.dumps({"names": library.names, "missing": library.missing})))
-    os.replace(tmp, path)
+    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.stem, suffix=".npz", delete=False) as f:
+        np.savez(f, values=library.values, starts=library.starts, lengths=library.lengths,
+                 meta=np.array(json.dumps({"names": library.names, "missing": library.missing})))
+    os.replace(f.name, path)  # whole or absent: two builds writing at once each replace it with the same arrays
     return library
 
 
