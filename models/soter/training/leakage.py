@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from protocols.data import Dataset
+
 RATE = 50.0  # Hz, every channel compared at this rate
 BAND = 15.0  # Hz, and below this frequency
 SNIPPET = 4.0  # s per probe snippet
@@ -109,12 +111,12 @@ class Match:
     reference: str
     reference_channel: str
     at: float  # s into the reference (at RATE) where the candidate's start lines up
-    correlation: float  # the weakest of the matching snippets'
+    correlation: float  # over the whole overlap (up to VERIFY s), after the snippets proposed the alignment
 
     def line(self) -> str:
         return (f"{self.candidate} channel {self.channel!r} is a copy of {self.reference} channel "
                 f"{self.reference_channel!r} (from {self.at:.1f} s of it; normalised cross-correlation "
-                f"{self.correlation:.3f} >= {THRESHOLD} on {MATCHES} snippets of {SNIPPET:g} s at one alignment)")
+                f"{self.correlation:.3f} >= {THRESHOLD} over their overlap, aligned by {SNIPPET:g} s snippets)")
 
 
 Source = tuple[str, Callable[[], list[tuple[str, tuple[str, ...], np.ndarray, float]]], list[Path]]
@@ -144,7 +146,8 @@ def _sources(shared: Path, selection: bool = True) -> Iterator[Source]:
 
     def ieee(folder: Path):
         def read():  # every channel, the training files' ECG too (the loader's channels are one list for all files)
-            from protocols.datasets.ieee_ppg import ALL_CHANNELS, DEFAULT_CHANNELS, RATE, parse_name, read_sig
+            from protocols.datasets.ieee_ppg import RATE as IEEE_RATE
+            from protocols.datasets.ieee_ppg import ALL_CHANNELS, DEFAULT_CHANNELS, parse_name, read_sig
 
             mats = [p for p in sorted(folder.rglob("*.mat")) if parse_name(p).kind == "signal"]
             if not mats:
@@ -153,7 +156,7 @@ def _sources(shared: Path, selection: bool = True) -> Iterator[Source]:
             for path in mats:
                 sig = read_sig(path)
                 out.append((f"IEEE SPC {path.stem} (evaluation)", ALL_CHANNELS if len(sig) == 6 else DEFAULT_CHANNELS,
-                            sig, float(RATE)))
+                            sig, float(IEEE_RATE)))
             return out
         return read
 
@@ -183,7 +186,8 @@ def _sources(shared: Path, selection: bool = True) -> Iterator[Source]:
            datasets("the embedded evaluation cohort", load_synthetic_cohort), [])
 
 
-def _of(ds) -> tuple[tuple[str, ...], np.ndarray, float]:
+def _of(ds: Dataset) -> tuple[tuple[str, ...], np.ndarray, float]:
+    """A one-recording dataset's (channels, values, rate): what a selection set is."""
     r = ds.recordings[0]
     return ds.channels, r.values, float(ds.sampling_rate)
 
