@@ -15,7 +15,7 @@ from models.soter.config import preset
 from models.soter.entries import discover
 from models.soter.model import SoterModel
 from protocols import adversarial
-from protocols.adversarial import CASES, RISE_CASES, check
+from protocols.adversarial import CASES, RISE_CASES, RISE_SETTINGS, check
 from protocols.interface import Model, SeriesBatch
 
 RATES = (64.0, 250.0)  # a wearable ECG/PPG rate and a clinical one (a 3-point slope is steeper per sample)
@@ -50,8 +50,8 @@ class _Truth(Model):
 
     name = "truth"
 
-    def __init__(self, rate: float, names: tuple[str, ...]) -> None:
-        self.truths = [c.truth for c in adversarial.cases(rate) if c.name in names]
+    def __init__(self, rate: float, names: tuple[str, ...], setting: tuple[int, int]) -> None:
+        self.truths = [c.truth for c in adversarial.cases(rate, *setting) if c.name in names]
 
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
         return self.truths.pop(0)
@@ -66,11 +66,12 @@ def test_the_cases_are_the_documented_ones_and_deterministic():
         assert a.truth.shape == (adversarial.WINDOWS, 1, adversarial.HORIZON)
 
 
+@pytest.mark.parametrize("setting", RISE_SETTINGS)
 @pytest.mark.parametrize("rate", RATES)
-def test_the_rise_cases_end_on_a_steep_rise_just_before_a_peak(rate):
+def test_the_rise_cases_end_on_a_steep_rise_just_before_a_peak(rate, setting):
     slope = max(1, round(adversarial.SLOPE * rate))
     lead = {"r-upstroke": adversarial.R_LEAD, "pulse-upstroke": round(adversarial.PULSE_LEAD * rate)}
-    for case in adversarial.cases(rate):
+    for case in adversarial.cases(rate, *setting):
         if case.name not in RISE_CASES:
             continue
         ctx, truth = case.batch.values[:, 0], case.truth[:, 0]
@@ -79,19 +80,20 @@ def test_the_rise_cases_end_on_a_steep_rise_just_before_a_peak(rate):
         assert np.all(ctx[:, -1] > ctx[:, -2]), case.name
         ahead = truth[:, :lead[case.name] + 1]
         peak = ahead.argmax(-1)
-        assert np.all(peak < lead[case.name]), case.name  # the peak is within the lead, not past it
+        assert np.all(peak < lead[case.name]), case.name  # the peak is within the lead, not past it (or the horizon)
         assert np.all(ahead.max(-1) > ctx[:, -1]), case.name  # still rising into it
 
 
+@pytest.mark.parametrize("setting", RISE_SETTINGS)
 @pytest.mark.parametrize("rate", RATES)
-def test_the_rise_property_can_fail_and_can_pass(rate):
+def test_the_rise_property_can_fail_and_can_pass(rate, setting):
     """Against last value at 1.5x: straight-line extrapolation of the last slope fails it, last value scores exactly
     1 and the true continuation 0."""
-    climbing = {r.case: r for r in check(_LastSlope(), rate, names=RISE_CASES)}
+    climbing = {r.case: r for r in check(_LastSlope(), rate, RISE_CASES, *setting)}
     assert all(r.ratio > adversarial.RISE_FACTOR and not r.passed for r in climbing.values()), climbing
-    last = check(load_model("last-value", seed=0), rate, names=RISE_CASES)
+    last = check(load_model("last-value", seed=0), rate, RISE_CASES, *setting)
     assert [(r.case, r.ratio, r.passed) for r in last] == [(c, 1.0, True) for c in RISE_CASES]
-    exact = check(_Truth(rate, RISE_CASES), rate, names=RISE_CASES)
+    exact = check(_Truth(rate, RISE_CASES, setting), rate, RISE_CASES, *setting)
     assert [(r.case, r.rmse, r.ratio, r.passed) for r in exact] == [(c, 0.0, 0.0, True) for c in RISE_CASES]
 
 
@@ -138,12 +140,43 @@ def shipped() -> dict[str, object]:
 @pytest.mark.parametrize("rate", RATES)
 @pytest.mark.parametrize("name", [n for n, e in discover().items() if not e.faithful])
 def test_every_departing_entry_has_the_adversarial_properties(name, rate, shipped):
-    """Every case, the rise cases included: today's ``soter-anchored`` (soter-cpu-64-noaux) passes them at 64 and
-    250 Hz (ratios to last value 0.44-1.08, docs/soter.md); a candidate that replaces it must too."""
+    """Every case at 128/64, the rise cases included: today's ``soter-anchored`` (soter-cpu-64-noaux) passes them at
+    64 and 250 Hz (ratios to last value 0.44-1.07, docs/soter.md); a candidate that replaces it must too."""
     if name not in shipped:
         shipped[name] = load_model(name, seed=0)
     model = shipped[name]
     failed = [(r.case, round(r.worst_excess, 3), round(r.ratio, 2)) for r in check(model, rate) if not r.passed]
+    assert not failed, failed
+
+
+# (checkpoint folder, rate) where a registered departing entry is known to break the rise property at the shortest
+# setting: soter-cpu-64-noaux (soter-anchored today) is 1.85x last value's on the pulse upstroke at 250 Hz, 48/24: it
+# falls back towards the context's mean while the pulse keeps rising (docs/soter.md). Strict: should that checkpoint
+# pass, the mark fails and must go; any other checkpoint is held to the plain assertion.
+RISE_KNOWN_FAILURES = {("soter-cpu-64-noaux", 250.0)}
+
+
+def _rise_params() -> list:
+    out = []
+    for name, entry in discover().items():
+        if entry.faithful:
+            continue
+        for rate in RATES:
+            known = (entry.folder.name, rate) in RISE_KNOWN_FAILURES
+            marks = [pytest.mark.xfail(strict=True, reason=f"{entry.folder.name} reverts towards the mean on the "
+                                                           f"pulse upstroke at {rate:g} Hz, 48/24 (docs/soter.md)")]
+            out.append(pytest.param(name, rate, marks=marks if known else [], id=f"{name}-{rate:g}"))
+    return out
+
+
+@pytest.mark.parametrize(("name", "rate"), _rise_params())
+def test_every_departing_entry_is_within_1_5x_last_value_on_rises_at_the_shortest_setting(name, rate, shipped):
+    """The rise cases at 48/24 (the test above holds them at 128/64): a context of a third of a beat ending on an
+    upstroke, where neither climbing on nor falling back to the context's mean is safe."""
+    if name not in shipped:
+        shipped[name] = load_model(name, seed=0)
+    results = check(shipped[name], rate, RISE_CASES, *RISE_SETTINGS[1])
+    failed = [(r.case, round(r.ratio, 2)) for r in results if not r.passed]
     assert not failed, failed
 
 
