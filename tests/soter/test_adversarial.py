@@ -163,8 +163,9 @@ def _rise_params() -> list:
             continue
         for rate in RATES:
             known = (entry.folder.name, rate) in RISE_KNOWN_FAILURES
-            marks = [pytest.mark.xfail(strict=True, reason=f"{entry.folder.name} reverts towards the mean on the "
-                                                           f"pulse upstroke at {rate:g} Hz, 48/24 (docs/soter.md)")]
+            reason = (f"{entry.folder.name} reverts towards the mean on the pulse upstroke at {rate:g} Hz, 48/24 "
+                      "(docs/soter.md)")
+            marks = [pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)]
             out.append(pytest.param(name, rate, marks=marks if known else [], id=f"{name}-{rate:g}"))
     return out
 
