@@ -6,7 +6,9 @@ and ``index.json`` (channels, recording offsets and lengths, the MinMax, the sou
 samples stay NaN; the sampler's gap filter skips windows that touch one.
 
 Evaluation datasets never enter a corpus: ``build_corpus`` refuses them by name, the embedded
-evaluation cohort also by content, and MIT-BIH records by record name.
+evaluation cohort also by content, and MIT-BIH records by record name; and every recording read
+from a file, by content, when it copies an evaluation or held-out recording even renamed, cropped,
+rescaled or resampled (``leakage.Guard``, given to the writer; :func:`check_not_copy` for a dataset).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -30,6 +33,20 @@ MITDB_RECORDS = frozenset(str(r) for r in [*range(100, 125), *range(200, 235)])
 
 class CorpusError(ValueError):
     pass
+
+
+class Copy(Protocol):
+    def line(self) -> str:
+        """One line naming the candidate, the recording it copies and where."""
+        ...
+
+
+class Guard(Protocol):
+    """What the corpus asks of a content check (``leakage.Guard``, which reads the selection set and so sits above
+    this module): the copy a recording [C, n] at ``rate`` makes of a reference, or None."""
+
+    def match(self, label: str, channels: tuple[str, ...], values: np.ndarray, rate: float) -> Copy | None:
+        ...
 
 
 def _signal_hash(ds: Dataset) -> str:
@@ -54,6 +71,22 @@ def check_not_evaluation(ds: Dataset) -> None:
     for rec in ds.recordings:
         if rec.name in MITDB_RECORDS and ds.metadata.get("source") == "wfdb":
             raise CorpusError(f"record {rec.name} is a MIT-BIH record, an evaluation dataset")
+
+
+def check_not_copy(ds: Dataset, guard: Guard) -> None:
+    """Refuse a dataset one of whose recordings copies an evaluation or held-out recording (``leakage``)."""
+    for rec in ds.recordings:
+        rate = _rate(rec.timestamps)
+        found = None if rate is None else guard.match(f"{ds.name}/{rec.name}", ds.channels, rec.values, rate)
+        if found is not None:
+            raise CorpusError(f"{found.line()}: evaluation and held-out data never enter a training corpus")
+
+
+def _rate(times: np.ndarray) -> float | None:
+    """A recording's sampling rate from its timestamps (the median step: an irregular one is read at its usual);
+    None for a single sample, far too short to be compared (a guard needs seconds)."""
+    step = np.diff(np.asarray(times, dtype=np.float64))
+    return float(1.0 / np.median(step)) if step.size and np.median(step) > 0 else None
 
 
 def synthetic_stream(n_subjects: int = 20, seconds_per_state: float = 60.0, seed: int = 1000,
@@ -131,14 +164,17 @@ class CorpusWriter:
     ``index.json``, and renames each folder into place.  Nothing is ever held whole in memory.
     """
 
-    def __init__(self, corpus: Path) -> None:
+    def __init__(self, corpus: Path, guard: Guard | None = None) -> None:
         self.corpus = Path(corpus)
         self.corpus.mkdir(parents=True, exist_ok=True)
+        self.guard = guard  # compares every recording added with ``checked`` by content (None: names only)
         self._open: dict[str, dict] = {}
 
     def add(self, dataset: str, channels: tuple[str, ...], subject: str, name: str,
-            chunks: Iterable[tuple[np.ndarray, np.ndarray]], source: str = "") -> None:
-        """One recording, given as consecutive (values [C, n], times [n]) chunks."""
+            chunks: Iterable[tuple[np.ndarray, np.ndarray]], source: str = "", checked: bool = True) -> None:
+        """One recording, given as consecutive (values [C, n], times [n]) chunks. With a guard and ``checked``
+        (every recording read from a file; the synthetic stream, generated here from its own seeds, is not), the
+        recording is read back from the scratch file once written and refused if it copies a reference."""
         if dataset.split("[")[0].lower() in EVALUATION_DATASETS:
             raise CorpusError(f"dataset {dataset!r} is an evaluation dataset and must never enter the pre-training "
                               "corpus")
@@ -152,7 +188,7 @@ class CorpusWriter:
             self._open[dataset] = state
         elif state["channels"] != tuple(channels):
             raise CorpusError(f"dataset {dataset!r}: channels {list(channels)} differ from {list(state['channels'])}")
-        n, last = 0, -np.inf
+        n, last, first = 0, -np.inf, sum(state["lengths"])
         for values, times in chunks:
             values = np.asarray(values, dtype=np.float64)
             times = np.asarray(times, dtype=np.float64)
@@ -170,12 +206,33 @@ class CorpusWriter:
             state["values"].write(np.ascontiguousarray(values.T, dtype=np.float32).tobytes())
             state["times"].write(times.tobytes())
             n += times.size
+        if n and self.guard is not None and checked:
+            self._check(dataset, name, state, first, n)
         if n:
             state["lengths"].append(n)
             state["subjects"].append(subject)
             state["names"].append(name)
             if source:
                 state["sources"].add(source)
+
+    def _check(self, dataset: str, name: str, state: dict, first: int, n: int) -> None:
+        """The recording just written (samples ``first`` .. ``first + n`` of the scratch files), by content."""
+        state["values"].flush(), state["times"].flush()
+        channels = state["channels"]
+        raw = np.memmap(state["tmp"] / "values.raw", dtype=np.float32, mode="r", shape=(first + n, len(channels)))
+        times = np.memmap(state["tmp"] / "times.raw", dtype=np.float64, mode="r", shape=(first + n,))
+        rate = _rate(times[first:])
+        found = None if rate is None else self.guard.match(f"{dataset}/{name}", channels, raw[first:].T, rate)
+        del raw, times
+        if found is not None:
+            raise CorpusError(f"{found.line()}: evaluation and held-out data never enter a training corpus")
+
+    def discard(self) -> None:
+        """Remove the scratch folders of a build that stopped (nothing half-written stays in the corpus)."""
+        for state in self._open.values():
+            state["values"].close(), state["times"].close()
+            shutil.rmtree(state["tmp"], ignore_errors=True)
+        self._open.clear()
 
     def close(self) -> list[Path]:
         out = [self._finish(name, state) for name, state in sorted(self._open.items()) if state["lengths"]]

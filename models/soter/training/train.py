@@ -23,10 +23,14 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from models.soter.training.config import TrainConfig
 from models.soter.training.sources import all_readers
 from models.soter.training.sources.synthetic import DEFAULT_RATES
+
+if TYPE_CHECKING:
+    from models.soter.training.corpus import CorpusWriter
 
 
 def _add_config_flags(p: argparse.ArgumentParser) -> None:
@@ -154,12 +158,29 @@ def _build(args: argparse.Namespace) -> int:
 
     if not args.include_selection_set:  # held out from training by construction (issue #45)
         args.exclude = [*args.exclude, *(name for name in HELD_OUT if name not in args.exclude)]
-    from models.soter.training.corpus import CorpusWriter, check_not_evaluation, wfdb_datasets
+    from models.soter.training.corpus import CorpusError, CorpusWriter
+    from models.soter.training.leakage import Guard, load_library
+
+    guard = None
+    if args.wfdb or args.folder or any(getattr(args, kind.replace("-", "_")) for kind in all_readers()):
+        library = load_library(selection=not args.include_selection_set)  # only recordings read from files
+        print(library.summary(), file=sys.stderr)
+        guard = Guard(library)
+    writer = CorpusWriter(args.out, guard)
+    try:
+        return _write(args, writer)
+    except CorpusError as exc:  # a refused recording (or a broken source): one line, nothing half-written kept
+        writer.discard()
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _write(args: argparse.Namespace, writer: CorpusWriter) -> int:
+    from models.soter.training.corpus import check_not_evaluation, wfdb_datasets
     from models.soter.training.sources import read_source
     from models.soter.training.sources import synthetic
     from protocols.datasets.folder import load_folder_dataset
 
-    writer = CorpusWriter(args.out)
     recordings = 0
 
     def add_dataset(ds) -> None:
@@ -172,7 +193,7 @@ def _build(args: argparse.Namespace) -> int:
     if args.synthetic_subjects:
         for rec in synthetic.read(args.synthetic_subjects, args.synthetic_seconds, args.synthetic_seed,
                                   tuple(args.synthetic_rates)):
-            writer.add(rec.dataset, rec.channels, rec.subject, rec.name, rec.chunks, rec.source)
+            writer.add(rec.dataset, rec.channels, rec.subject, rec.name, rec.chunks, rec.source, checked=False)
             recordings += 1
     for folder in args.wfdb:
         for ds in wfdb_datasets(folder, tuple(args.exclude), args.wfdb_split_rates):
