@@ -39,12 +39,16 @@ class MixtureOfExperts(nn.Module):
         self.shared = SwiGLU(cfg.hidden_size, cfg.intermediate_size)
         self.gate = nn.Linear(cfg.hidden_size, cfg.num_experts, bias=False) if cfg.router == "learned" else None
 
-    def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(logits, indices, weights, auxiliary loss)."""
+    def route(self, x: torch.Tensor, last_only: bool = False
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(logits, indices, weights, auxiliary loss); ``last_only``: the last token's (T = 1), the PSD router
+        still reading every token's prefix."""
         cfg = self.cfg
         if self.gate is None:
-            logits, idx, w = psd_route(x, cfg.num_experts, cfg.top_k, cfg.dft_length, cfg.dft_impl)
+            logits, idx, w = psd_route(x, cfg.num_experts, cfg.top_k, cfg.dft_length, cfg.dft_impl, last_only)
             return logits, idx, w, x.new_zeros(())
+        if last_only:
+            x = x[:, -1:]
         logits = self.gate(x)
         probs = torch.softmax(logits.float(), dim=-1)
         idx = torch.topk(logits, cfg.top_k, dim=-1).indices
@@ -56,11 +60,12 @@ class MixtureOfExperts(nn.Module):
         aux = cfg.num_experts * (share * probs.reshape(-1, cfg.num_experts).mean(0)).sum()
         return logits, idx, w, cfg.router_aux_loss_coef * aux
 
-    def shared_input(self, x: torch.Tensor) -> torch.Tensor:
+    def shared_input(self, x: torch.Tensor, last_only: bool = False) -> torch.Tensor:
         if self.cfg.shared_expert_input == "window_mean":
             return x.mean(dim=1, keepdim=True)  # the paper: a sequence-level residual
         steps = torch.arange(1, x.shape[1] + 1, device=x.device, dtype=x.dtype)[None, :, None]
-        return torch.cumsum(x, dim=1) / steps  # option: the mean of the causal prefix
+        prefix = torch.cumsum(x, dim=1) / steps  # option: the mean of the causal prefix
+        return prefix[:, -1:] if last_only else prefix
 
     def grouped(self, x: torch.Tensor) -> bool:
         """``auto``: grouped on CPU (inference and single-process training), dense on GPU and whenever
@@ -73,10 +78,15 @@ class MixtureOfExperts(nn.Module):
             return mode == "grouped"
         return x.device.type == "cpu" and not (torch.is_grad_enabled() and _distributed())
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """x [R, T, H] -> (output, auxiliary loss, chosen experts [R, T, k])."""
-        logits, idx, w, aux = self.route(x)
-        shared = self.shared(self.shared_input(x)).expand_as(x)
+    def forward(self, x: torch.Tensor, last_only: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x [R, T, H] -> (output, auxiliary loss, chosen experts [R, T, k]); ``last_only``: the output and the
+        experts of the last token only (T = 1): the routing and the shared input still read every token, so it
+        is the full output's last row, for a fraction of the work."""
+        logits, idx, w, aux = self.route(x, last_only)
+        shared_in = self.shared_input(x, last_only)
+        if last_only:
+            x = x[:, -1:]
+        shared = self.shared(shared_in).expand_as(x)
         if self.grouped(x):
             return self._grouped(x, shared, idx, w), aux, idx
         # dense combine weights [R, T, E] (zero for experts not chosen): no host syncs

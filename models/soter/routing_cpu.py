@@ -8,6 +8,7 @@ H = 256 on one core), this one is compute-bound (see BENCHMARKS.md).  Sums run i
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -42,14 +43,48 @@ if numba is not None:
                 out[r, t, k] = acc / d_n
         return out
 
+    @numba.njit(parallel=True, fastmath=True, cache=True)
+    def _final_dft(h: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:  # pragma: no cover - jitted
+        """``_prefix_dft``'s value at the last time step only, [R, 1, K]: the same running sums in the same
+        order, one magnitude per bin and dimension instead of one per time step."""
+        r_n, t_n, d_n = h.shape
+        k_n = cos.shape[1]
+        out = np.empty((r_n, 1, k_n), dtype=h.dtype)
+        for job in numba.prange(r_n * k_n):
+            r = job // k_n
+            k = job % k_n
+            re = np.zeros(d_n, dtype=h.dtype)
+            im = np.zeros(d_n, dtype=h.dtype)
+            for t in range(t_n):
+                c = cos[t, k]
+                s = sin[t, k]
+                for d in range(d_n):
+                    x = h[r, t, d]
+                    re[d] += x * c
+                    im[d] += x * s
+            acc = 0.0
+            for d in range(d_n):
+                acc += math.sqrt(re[d] * re[d] + im[d] * im[d])
+            out[r, 0, k] = acc / d_n
+        return out
+
 
 def available() -> bool:
     return numba is not None
 
 
-def prefix_dft_numba(h: np.ndarray, n: int) -> np.ndarray:
-    """[R, T, H] -> p [R, T, N/2+1]; running sums in the input's precision (float32 halves the
-    time; the phases are computed in float64 and rounded once), the mean over H in float64."""
-    t = h.shape[1]
+@functools.lru_cache(maxsize=32)
+def _phases(t: int, n: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin [T, N/2+1] of the DFT's phases, computed in float64 and rounded once; kept because every layer
+    of every pass asks for the same ones (at T = 1280 computing them cost a tenth of a layer's kernel)."""
     angle = 2 * math.pi * np.outer(np.arange(t, dtype=np.float64), np.arange(n // 2 + 1, dtype=np.float64)) / n
-    return _prefix_dft(np.ascontiguousarray(h), np.cos(angle).astype(h.dtype), np.sin(angle).astype(h.dtype))
+    # left writeable (never written): numba compiles read-only arrays as another type, whose code rounds differently
+    return np.cos(angle).astype(dtype), np.sin(angle).astype(dtype)
+
+
+def prefix_dft_numba(h: np.ndarray, n: int, last_only: bool = False) -> np.ndarray:
+    """[R, T, H] -> p [R, T, N/2+1] (``last_only``: [R, 1, N/2+1], p at the last step); running sums in the input's
+    precision (float32 halves the time; the phases are computed in float64 and rounded once), the mean over H in
+    float64."""
+    cos, sin = _phases(h.shape[1], n, h.dtype)
+    return (_final_dft if last_only else _prefix_dft)(np.ascontiguousarray(h), cos, sin)
