@@ -99,22 +99,22 @@ class MixtureOfExperts(nn.Module):
 
     def _grouped(self, x: torch.Tensor, shared: torch.Tensor, idx: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         """The dense sum without its zero terms: tokens sorted by expert, each expert applied once to
-        its contiguous slice (only routings with a non-zero weight), results copied back into one
-        slot per routing, and the slots added onto the shared output in ascending expert order,
-        which is the order of the dense sum: the same additions (a matmul over a subset of rows may
-        round its last bit differently)."""
+        its contiguous slice (only routings with a non-zero weight), and the results added onto the
+        shared output in that order (``index_add``, one index after the other), which per token is
+        ascending expert order, the order of the dense sum: the same additions (a matmul over a subset
+        of rows may round its last bit differently)."""
         hidden, k = x.shape[-1], idx.shape[-1]
         flat = x.reshape(-1, hidden)
         n = flat.shape[0]
         top, order = torch.sort(idx.reshape(n, k), dim=-1)  # per token: experts ascending
-        weight = torch.gather(w.reshape(n, k), -1, order)
-        keep = (weight != 0).reshape(-1)
-        expert = top.reshape(-1)[keep]
-        flat_pos = torch.arange(n * k, device=x.device)[keep]
-        token, rank = flat_pos // k, flat_pos % k
-        by_expert = torch.argsort(expert, stable=True)
-        token, rank, expert = token[by_expert], rank[by_expert], expert[by_expert]
-        wts = weight.reshape(-1)[flat_pos[by_expert]]
+        weight = torch.gather(w.reshape(n, k), -1, order).reshape(-1)
+        expert, flat_pos = top.reshape(-1), torch.arange(n * k, device=x.device)
+        keep = weight != 0
+        if not bool(keep.all()):  # the PSD router's softmax weights are never 0: no copies then
+            expert, flat_pos = expert[keep], flat_pos[keep]
+        by_expert = torch.argsort(expert, stable=True)  # stable: a token's routings stay in ascending expert order
+        flat_pos = flat_pos[by_expert]
+        token, wts = flat_pos // k, weight[flat_pos]
         counts = torch.bincount(expert, minlength=self.cfg.num_experts).tolist()
         inputs = flat.index_select(0, token)
         pieces, start = [], 0
@@ -122,9 +122,7 @@ class MixtureOfExperts(nn.Module):
             if count:
                 pieces.append(self.experts[e](inputs[start:start + count]))
             start += count
-        routed = torch.cat(pieces) * wts[:, None] if pieces else inputs[:0]
-        slots = flat.new_zeros(k * n, hidden).index_copy(0, rank * n + token, routed).view(k, n, hidden)
-        out = shared.reshape(-1, hidden)
-        for r in range(k):
-            out = out + slots[r]
-        return out.view_as(x)
+        base = shared.reshape(-1, hidden)
+        if not pieces:
+            return base.view_as(x)
+        return torch.index_add(base, 0, token, torch.cat(pieces) * wts[:, None]).view_as(x)
