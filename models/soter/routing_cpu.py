@@ -18,37 +18,64 @@ try:
 except ImportError:  # pragma: no cover - numba comes with statsforecast, a core dependency
     numba = None
 
+BINS = 4  # frequency bins one job of the prefix kernel walks at once (its body is written out for four)
 
 if numba is not None:
 
     @numba.njit(parallel=True, fastmath=True, cache=True)
-    def _prefix_dft(h: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:  # pragma: no cover - jitted
+    def _prefix_dft(h: np.ndarray, cos: np.ndarray, sin: np.ndarray, k_n: int
+                    ) -> np.ndarray:  # pragma: no cover - jitted
+        """p [R, T, k_n]; ``cos``/``sin`` [T, K'] with K' >= k_n a multiple of ``BINS`` (zero columns past k_n).
+        A job walks four bins of one row through time at once, so that each pass over the H dimensions does
+        four bins' work (the per-pass overhead of a short vector loop was half the kernel's time); every bin's
+        running sums and magnitudes are the ones a bin-by-bin walk computes, in the same order."""
         r_n, t_n, d_n = h.shape
-        k_n = cos.shape[1]
+        blocks = cos.shape[1] // BINS
         out = np.empty((r_n, t_n, k_n), dtype=h.dtype)
-        for job in numba.prange(r_n * k_n):
-            r = job // k_n
-            k = job % k_n
-            re = np.zeros(d_n, dtype=h.dtype)  # float32 input: float32 sums, as the authors' complex64
-            im = np.zeros(d_n, dtype=h.dtype)
+        for job in numba.prange(r_n * blocks):
+            r = job // blocks
+            k = (job % blocks) * BINS
+            st = np.zeros((2 * BINS, d_n), dtype=h.dtype)  # float32 input: float32 sums, as the authors' complex64
             for t in range(t_n):
-                c = cos[t, k]
-                s = sin[t, k]
-                acc = 0.0
+                c0, s0, c1, s1 = cos[t, k], sin[t, k], cos[t, k + 1], sin[t, k + 1]
+                c2, s2, c3, s3 = cos[t, k + 2], sin[t, k + 2], cos[t, k + 3], sin[t, k + 3]
+                a0 = 0.0
+                a1 = 0.0
+                a2 = 0.0
+                a3 = 0.0
                 for d in range(d_n):
                     x = h[r, t, d]
-                    re[d] += x * c
-                    im[d] += x * s
-                    acc += math.sqrt(re[d] * re[d] + im[d] * im[d])
-                out[r, t, k] = acc / d_n
+                    u = st[0, d] + x * c0
+                    v = st[1, d] + x * s0
+                    st[0, d], st[1, d] = u, v
+                    a0 += math.sqrt(u * u + v * v)
+                    u = st[2, d] + x * c1
+                    v = st[3, d] + x * s1
+                    st[2, d], st[3, d] = u, v
+                    a1 += math.sqrt(u * u + v * v)
+                    u = st[4, d] + x * c2
+                    v = st[5, d] + x * s2
+                    st[4, d], st[5, d] = u, v
+                    a2 += math.sqrt(u * u + v * v)
+                    u = st[6, d] + x * c3
+                    v = st[7, d] + x * s3
+                    st[6, d], st[7, d] = u, v
+                    a3 += math.sqrt(u * u + v * v)
+                out[r, t, k] = a0 / d_n
+                if k + 1 < k_n:
+                    out[r, t, k + 1] = a1 / d_n
+                if k + 2 < k_n:
+                    out[r, t, k + 2] = a2 / d_n
+                if k + 3 < k_n:
+                    out[r, t, k + 3] = a3 / d_n
         return out
 
     @numba.njit(parallel=True, fastmath=True, cache=True)
-    def _final_dft(h: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:  # pragma: no cover - jitted
-        """``_prefix_dft``'s value at the last time step only, [R, 1, K]: the same running sums in the same
+    def _final_dft(h: np.ndarray, cos: np.ndarray, sin: np.ndarray, k_n: int
+                   ) -> np.ndarray:  # pragma: no cover - jitted
+        """``_prefix_dft``'s value at the last time step only, [R, 1, k_n]: the same running sums in the same
         order, one magnitude per bin and dimension instead of one per time step."""
         r_n, t_n, d_n = h.shape
-        k_n = cos.shape[1]
         out = np.empty((r_n, 1, k_n), dtype=h.dtype)
         for job in numba.prange(r_n * k_n):
             r = job // k_n
@@ -75,11 +102,15 @@ def available() -> bool:
 
 @functools.lru_cache(maxsize=32)
 def _phases(t: int, n: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """cos and sin [T, N/2+1] of the DFT's phases, computed in float64 and rounded once; kept because every layer
-    of every pass asks for the same ones (at T = 1280 computing them cost a tenth of a layer's kernel)."""
-    angle = 2 * math.pi * np.outer(np.arange(t, dtype=np.float64), np.arange(n // 2 + 1, dtype=np.float64)) / n
+    """cos and sin [T, K'] of the DFT's N/2+1 bins (K' the next multiple of ``BINS``, zero columns past them),
+    computed in float64 and rounded once; kept because every layer of every pass asks for the same ones (at
+    T = 1280 computing them cost a tenth of a layer's kernel)."""
+    bins = n // 2 + 1
+    angle = 2 * math.pi * np.outer(np.arange(t, dtype=np.float64), np.arange(bins, dtype=np.float64)) / n
+    cos, sin = (np.zeros((t, -(-bins // BINS) * BINS), dtype=dtype) for _ in range(2))
+    cos[:, :bins], sin[:, :bins] = np.cos(angle), np.sin(angle)
     # left writeable (never written): numba compiles read-only arrays as another type, whose code rounds differently
-    return np.cos(angle).astype(dtype), np.sin(angle).astype(dtype)
+    return cos, sin
 
 
 def prefix_dft_numba(h: np.ndarray, n: int, last_only: bool = False) -> np.ndarray:
@@ -87,4 +118,4 @@ def prefix_dft_numba(h: np.ndarray, n: int, last_only: bool = False) -> np.ndarr
     precision (float32 halves the time; the phases are computed in float64 and rounded once), the mean over H in
     float64."""
     cos, sin = _phases(h.shape[1], n, h.dtype)
-    return (_final_dft if last_only else _prefix_dft)(np.ascontiguousarray(h), cos, sin)
+    return (_final_dft if last_only else _prefix_dft)(np.ascontiguousarray(h), cos, sin, n // 2 + 1)
