@@ -1,15 +1,15 @@
 """SOTER's CPU time in two source trees side by side: forecast cells, training steps, imputation calls.
 
-Usage: python benchmarks/soter_ab.py --trees OLD NEW [--what forecast train impute] [--rounds 5]
+Usage: python benchmarks/soter_ab.py --trees OLD NEW [NEW2 ...] [--what forecast train impute] [--rounds 5]
        [--entries soter soter-anchored] [--settings 48/24 128/64] [--windows 32] [--data-root DIR]
        [--train-config soter-cpu-64] [--train-shapes 8x2x256 8x2x64:missing] [--impute-shapes 4x4x640]
 
-``OLD`` and ``NEW`` are folders holding the project's source (a ``git worktree add`` of a commit, or this checkout).
-Each round starts one child process per tree, OLD then NEW then the next round the other way round (A B B A ...),
-so that a busy machine's load falls on both alike; a child imports the models from its tree only (PYTHONPATH), runs
+``OLD`` and ``NEW`` are folders holding the project's source (a ``git worktree add`` of a commit, or this checkout);
+further trees are each compared with ``OLD`` too. Each round starts one child process per tree, in the given order,
+then the next round in the reverse order (A B B A ...), so that a busy machine's load falls on all alike; a child imports the models from its tree only (PYTHONPATH), runs
 one untimed warm-up of every case, then times ``--repeats`` of each (``time.process_time``: CPU seconds of the child,
 one torch and one numba thread as the harness runs). Printed per case: the median over rounds of each tree's CPU
-seconds per call and the median of the per-round ratios OLD / NEW.
+seconds per call and the median of the per-round ratios OLD / tree.
 
 Cases: ``forecast``: one forecast of ``--windows`` windows x 2 channels by each shipped entry through the harness's
 adapter (its ``entry.toml`` options), MIT-BIH 100 with ``--data-root`` (MinMax-scaled, as benchmarks/soter_forecast.py
@@ -102,7 +102,7 @@ def _child(args: argparse.Namespace) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--trees", nargs=2, metavar=("OLD", "NEW"), type=Path)
+    p.add_argument("--trees", nargs="+", type=Path, help="OLD NEW [NEW2 ...]: source trees, the first the reference")
     p.add_argument("--what", nargs="+", choices=("forecast", "train", "impute"), default=["forecast"])
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--repeats", type=int, default=3, help="timed calls of each case per child")
@@ -118,8 +118,8 @@ def main() -> None:
     if args.child:
         _child(args)
         return
-    if not args.trees:
-        p.error("--trees OLD NEW is required")
+    if not args.trees or len(args.trees) < 2:
+        p.error("--trees OLD NEW [NEW2 ...] is required")
     for tree in args.trees:
         if not (tree / "models" / "soter").is_dir():
             print(f"error: {tree} holds no models/soter (a source tree of this project is needed)", file=sys.stderr)
@@ -139,12 +139,16 @@ def main() -> None:
                 sys.exit(out.returncode)
             results[str(tree)].append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(f"# round {r + 1} done, load {os.getloadavg()}", flush=True)
-    old, new = (results[str(t)] for t in args.trees)
-    print(f"{'case':<36}{'OLD s':>9}{'NEW s':>9}{'OLD/NEW':>9}   per-round ratios")
-    for case in old[0]:
-        ratios = [a[case] / b[case] for a, b in zip(old, new)]
-        print(f"{case:<36}{statistics.median(a[case] for a in old):>9.4f}{statistics.median(b[case] for b in new):>9.4f}"
-              f"{statistics.median(ratios):>8.2f}x   {' '.join(f'{x:.2f}' for x in ratios)}")
+    old = results[str(args.trees[0])]
+    for tree in args.trees[1:]:
+        new = results[str(tree)]
+        print(f"OLD = {args.trees[0]}, NEW = {tree}")
+        print(f"{'case':<36}{'OLD s':>9}{'NEW s':>9}{'OLD/NEW':>9}   per-round ratios")
+        for case in old[0]:
+            ratios = [a[case] / b[case] for a, b in zip(old, new)]
+            print(f"{case:<36}{statistics.median(a[case] for a in old):>9.4f}"
+                  f"{statistics.median(b[case] for b in new):>9.4f}{statistics.median(ratios):>8.2f}x   "
+                  f"{' '.join(f'{x:.2f}' for x in ratios)}")
     print(f"# load at end: {os.getloadavg()}")
 
 
