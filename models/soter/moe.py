@@ -82,7 +82,8 @@ class MixtureOfExperts(nn.Module):
         """x [R, T, H] -> (output, auxiliary loss, chosen experts [R, T, k]); ``last_only``: the output and the
         experts of the last token only (T = 1): the routing and the shared input still read every token, so it
         is the full output's last row, for a fraction of the work."""
-        logits, idx, w, aux = self.route(x, last_only)
+        # the full pass calls route(x) alone: callers that wrap it to record the routing (gates.py) keep working
+        logits, idx, w, aux = self.route(x, last_only=True) if last_only else self.route(x)
         shared_in = self.shared_input(x, last_only)
         if last_only:
             x = x[:, -1:]
