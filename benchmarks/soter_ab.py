@@ -14,7 +14,8 @@ seconds per call and the median of the per-round ratios OLD / tree.
 Cases: ``forecast``: one forecast of ``--windows`` windows x 2 channels by each shipped entry through the harness's
 adapter (its ``entry.toml`` options), MIT-BIH 100 with ``--data-root`` (MinMax-scaled, as benchmarks/soter_forecast.py
 takes them), else synthetic ECG; ``train``: one step (forward, backward, AdamW) of a randomly initialised
-``--train-config`` on random B x C x T inputs (``:missing``: the CDE regime, 15 % of points missing); ``impute``:
+``--train-config`` on random B x C x T inputs (``:missing``: the CDE regime, 15 % of points missing), an expert
+without a gradient given a zero one before the step as the trainer does; ``impute``:
 one causal imputation call of the first entry (the CDE regime on a B x C x T prefix with 25 % missing, the call a
 whole imputed segment makes once per missing point).
 """
@@ -71,6 +72,7 @@ def _child(args: argparse.Namespace) -> None:
     if "train" in args.what:
         from models.soter.config import preset
         from models.soter.model import SoterModel
+        from models.soter.moe import zero_missing_grads
 
         for shape in args.train_shapes:
             dims, _, regime = shape.partition(":")
@@ -86,6 +88,7 @@ def _child(args: argparse.Namespace) -> None:
                 loss = m.next_step_loss(v[..., :t], ts[:, :t], v[..., t], ts[:, t], mk, controlled=controlled)
                 o.zero_grad(set_to_none=True)
                 loss.backward()
+                zero_missing_grads(m)  # as the trainer does before every step
                 o.step()
 
             cases[f"train {args.train_config} {shape}"] = step
