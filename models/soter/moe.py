@@ -111,7 +111,7 @@ class MixtureOfExperts(nn.Module):
         weight = torch.gather(w.reshape(n, k), -1, order).reshape(-1)
         expert, flat_pos = top.reshape(-1), torch.arange(n * k, device=x.device)
         keep = weight != 0
-        if not bool(keep.all()):  # the PSD router's softmax weights are never 0: no copies then
+        if not bool(keep.all()):  # every weight non-zero (the learned router's softmax): no copies
             expert, flat_pos = expert[keep], flat_pos[keep]
         by_expert = torch.argsort(expert, stable=True)  # stable: a token's routings stay in ascending expert order
         flat_pos = flat_pos[by_expert]

@@ -8,7 +8,6 @@ H = 256 on one core), this one is compute-bound (see BENCHMARKS.md).  Sums run i
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -27,8 +26,8 @@ if numba is not None:
                     ) -> np.ndarray:  # pragma: no cover - jitted
         """p [R, T, k_n]; ``cos``/``sin`` [T, K'] with K' >= k_n a multiple of ``BINS`` (zero columns past k_n).
         A job walks four bins of one row through time at once, so that each pass over the H dimensions does
-        four bins' work (the per-pass overhead of a short vector loop was half the kernel's time); every bin's
-        running sums and magnitudes are the ones a bin-by-bin walk computes, in the same order."""
+        four bins' work (fewer, longer vector loops: 5-16 % less CPU than a bin per job, BENCHMARKS.md); every
+        bin's running sums and magnitudes are the ones a bin-by-bin walk computes, in the same order."""
         r_n, t_n, d_n = h.shape
         blocks = cos.shape[1] // BINS
         out = np.empty((r_n, t_n, k_n), dtype=h.dtype)
@@ -100,17 +99,25 @@ def available() -> bool:
     return numba is not None
 
 
-@functools.lru_cache(maxsize=32)
+_PHASES: dict[tuple[int, np.dtype], tuple[np.ndarray, np.ndarray]] = {}  # (N, dtype) -> cos, sin of the longest T
+
+
 def _phases(t: int, n: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     """cos and sin [T, K'] of the DFT's N/2+1 bins (K' the next multiple of ``BINS``, zero columns past them),
-    computed in float64 and rounded once; kept because every layer of every pass asks for the same ones (at
-    T = 1280 computing them cost a tenth of a layer's kernel)."""
-    bins = n // 2 + 1
-    angle = 2 * math.pi * np.outer(np.arange(t, dtype=np.float64), np.arange(bins, dtype=np.float64)) / n
-    cos, sin = (np.zeros((t, -(-bins // BINS) * BINS), dtype=dtype) for _ in range(2))
-    cos[:, :bins], sin[:, :bins] = np.cos(angle), np.sin(angle)
-    # left writeable (never written): numba compiles read-only arrays as another type, whose code rounds differently
-    return cos, sin
+    computed in float64 and rounded once. One table per N and dtype, grown to the longest T asked for (a power of
+    two) and served as its first T rows (the phases of step tau do not depend on T): every layer of every pass asks
+    for them, and an imputed segment asks for every prefix length in turn."""
+    have = _PHASES.get((n, dtype))
+    if have is None or have[0].shape[0] < t:
+        rows = 1 << max(t - 1, 1).bit_length()
+        bins = n // 2 + 1
+        angle = 2 * math.pi * np.outer(np.arange(rows, dtype=np.float64), np.arange(bins, dtype=np.float64)) / n
+        cos, sin = (np.zeros((rows, -(-bins // BINS) * BINS), dtype=dtype) for _ in range(2))
+        cos[:, :bins], sin[:, :bins] = np.cos(angle), np.sin(angle)
+        # left writeable (never written): numba compiles read-only arrays as another type, whose code rounds
+        # differently
+        have = _PHASES[(n, dtype)] = (cos, sin)
+    return have[0][:t], have[1][:t]
 
 
 def prefix_dft_numba(h: np.ndarray, n: int, last_only: bool = False) -> np.ndarray:

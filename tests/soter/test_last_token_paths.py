@@ -3,6 +3,7 @@ the last step's prefix DFT, and the rotary embedding prepared once per pass."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -69,12 +70,18 @@ def test_the_last_step_prefix_dft_is_the_full_one_last_step(impl, t):
     torch.testing.assert_close(last, full[:, -1:], rtol=1e-6, atol=1e-6)
 
 
-def test_the_fast_kernel_gives_the_same_dft_on_every_call():
-    """Its phases are kept between calls: a later call (and another length between) changes nothing."""
+def test_the_fast_kernel_gives_the_same_dft_whatever_its_phase_table_holds(monkeypatch):
+    """Its phases are kept between calls in one table per N grown to the longest length: a short sequence read
+    from a table grown for a long one gets the DFT of a table made for it alone."""
+    from models.soter import routing_cpu
+
+    monkeypatch.setattr(routing_cpu, "_PHASES", {})
     h = torch.randn(2, 9, 8, generator=torch.Generator().manual_seed(3))
-    first = prefix_dft(h, 32).clone()
-    prefix_dft(torch.randn(2, 5, 8), 32)
-    assert torch.equal(prefix_dft(h, 32), first)
+    alone = prefix_dft(h, 32).clone()
+    prefix_dft(torch.randn(2, 300, 8), 32)  # grows the table past 9 rows
+    assert routing_cpu._PHASES[(32, np.dtype(np.float32))][0].shape[0] >= 300
+    assert torch.equal(prefix_dft(h, 32), alone)
+    assert torch.equal(prefix_dft(h, 32, last_only=True), alone[:, -1:])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
