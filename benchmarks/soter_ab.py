@@ -1,23 +1,24 @@
-"""SOTER's CPU time in two source trees side by side: forecast cells, training steps, imputation calls.
+"""SOTER's CPU time in source trees side by side: forecast cells, training steps, imputation calls.
 
 Usage: python benchmarks/soter_ab.py --trees OLD NEW [NEW2 ...] [--what forecast train impute] [--rounds 5]
-       [--entries soter soter-anchored] [--settings 48/24 128/64] [--windows 32] [--data-root DIR]
+       [--repeats 3] [--entries soter soter-anchored] [--settings 48/24 128/64] [--windows 32] [--data-root DIR]
        [--train-config soter-cpu-64] [--train-shapes 8x2x256 8x2x64:missing] [--impute-shapes 4x4x640]
 
-``OLD`` and ``NEW`` are folders holding the project's source (a ``git worktree add`` of a commit, or this checkout);
-further trees are each compared with ``OLD`` too. Each round starts one child process per tree, in the given order,
-then the next round in the reverse order (A B B A ...), so that a busy machine's load falls on all alike; a child imports the models from its tree only (PYTHONPATH), runs
-one untimed warm-up of every case, then times ``--repeats`` of each (``time.process_time``: CPU seconds of the child,
-one torch and one numba thread as the harness runs). Printed per case: the median over rounds of each tree's CPU
-seconds per call and the median of the per-round ratios OLD / tree.
+``OLD``, ``NEW``, ... are folders holding the project's source (a ``git worktree add`` of a commit, or this checkout);
+every later tree is compared with ``OLD``. Each round starts one child process per tree, in the given order, the next
+round in the reverse order (A B B A ...), so that a busy machine's load falls on all alike; a child imports the
+models from its tree only (PYTHONPATH), runs one untimed warm-up of every case, then times ``--repeats`` calls of
+each (``time.process_time``: CPU seconds of the child, one torch and one numba thread as the harness runs). Printed
+per case: the median over rounds of each tree's CPU seconds per call and the median of the per-round ratios
+OLD / tree.
 
 Cases: ``forecast``: one forecast of ``--windows`` windows x 2 channels by each shipped entry through the harness's
 adapter (its ``entry.toml`` options), MIT-BIH 100 with ``--data-root`` (MinMax-scaled, as benchmarks/soter_forecast.py
 takes them), else synthetic ECG; ``train``: one step (forward, backward, AdamW) of a randomly initialised
 ``--train-config`` on random B x C x T inputs (``:missing``: the CDE regime, 15 % of points missing), an expert
-without a gradient given a zero one before the step as the trainer does; ``impute``:
-one causal imputation call of the first entry (the CDE regime on a B x C x T prefix with 25 % missing, the call a
-whole imputed segment makes once per missing point).
+without a gradient given a zero one before the step as the trainer does; ``impute``: one causal imputation call of
+the first entry (the CDE regime on a B x C x T prefix with 25 % missing, the call a whole imputed segment makes once
+per missing point).
 """
 
 from __future__ import annotations
