@@ -24,12 +24,13 @@ class Attention(nn.Module):
         return x.view(r, n, self.heads, self.head_dim).transpose(1, 2)
 
     def forward(self, x: torch.Tensor, rotary: tuple[torch.Tensor, torch.Tensor] | None, causal: bool) -> torch.Tensor:
-        """x [R, N, H] -> [R, N, H]; ``rotary`` rotates q and k (CT-RoPE), None for the CD layer."""
-        from models.soter.rope import apply_rotary
+        """x [R, N, H] -> [R, N, H]; ``rotary`` rotates q and k (CT-RoPE: ``rope.prepare_rotary``'s pair), None
+        for the CD layer."""
+        from models.soter.rope import apply_prepared
 
         q, k, v = self._split(self.q(x)), self._split(self.k(x)), self._split(self.v(x))
         if rotary is not None:
-            q, k = apply_rotary(q, *rotary), apply_rotary(k, *rotary)
+            q, k = apply_prepared(q, *rotary), apply_prepared(k, *rotary)
         out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         r, _, n, _ = out.shape
         return self.o(out.transpose(1, 2).reshape(r, n, -1))

@@ -74,7 +74,7 @@ class VectorField(nn.Module):
             offset = offset + log_dt_term
         x = torch.addmm(offset, h, first.weight[:, 1:1 + hidden].t())
         inplace = not torch.is_grad_enabled()
-        for layer in self.layers[1:]:
+        for layer in list(self.layers)[1:]:  # a ModuleList's own slice builds a new ModuleList at every evaluation
             x = layer(F.silu(x, inplace=inplace))
         return x.mul_(scale) if inplace else x * scale
 

@@ -15,7 +15,8 @@ from models.soter.decoder import Decoder
 from models.soter.direct_head import DirectHead, horizon_steps
 from models.soter.layers import GatedEmbedding, RMSNorm
 from models.soter.moe import MixtureOfExperts
-from models.soter.rope import normalise_timestamps, normalise_timestamps_authors, rotary_angles, rotary_angles_authors
+from models.soter.rope import (normalise_timestamps, normalise_timestamps_authors, prepare_rotary, rotary_angles,
+                               rotary_angles_authors)
 from models.soter.spline import NaturalCubicSpline
 
 
@@ -39,14 +40,15 @@ class Block(nn.Module):
         self.moe_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.moe = MixtureOfExperts(cfg)
 
-    def forward(self, x: torch.Tensor, rotary, channels: int):
+    def forward(self, x: torch.Tensor, rotary, channels: int, last_only: bool = False):
+        """``last_only``: the output of the last token only, [R, 1, H] (see ``MixtureOfExperts.forward``)."""
         y = self.attn_norm(x)
         if self.channel_dependent and channels > 1:
             x = x + channel_dependent(self.attn, y, channels)
         else:  # CI layer, or the CD layer falling back to CI when C = 1
             x = x + self.attn(y, rotary, causal=True)
-        out, aux, experts = self.moe(self.moe_norm(x))
-        return x + out, aux, experts
+        out, aux, experts = self.moe(self.moe_norm(x), last_only)
+        return (x[:, -1:] if last_only else x) + out, aux, experts
 
 
 @dataclass
@@ -323,20 +325,22 @@ class SoterModel(nn.Module):
         n = intervals_since_last(fr, t_query)
         return gain[:, None] * (fr.rows("short_slope") * fr.rows("interval")).float() * tau * -torch.expm1(-n / tau)
 
-    def encode(self, values: torch.Tensor, timestamps: torch.Tensor) -> Encoded:
+    def encode(self, values: torch.Tensor, timestamps: torch.Tensor, last_only: bool = False) -> Encoded:
         """values [B, C, T] in the model's units (``model_inputs``; missing points zero-filled),
-        timestamps [B, T] seconds."""
+        timestamps [B, T] seconds. ``last_only``: the hidden state of the last token only ([B*C, 1, H], the
+        last block's experts [B*C, 1, k]): all a decoder start h_T needs; the last block's routing and shared
+        input still read every token, so it equals the full pass's last row."""
         b, c, t = values.shape
         x_in = values.reshape(b * c, t, 1).to(self.embed.gate.weight.dtype)
         x = self.embed(x_in)
         if self.value_path is not None:
             x = x + self.value_path(x_in)
         cos, sin = self.rotary(timestamps)
-        rotary = (cos.repeat_interleave(c, dim=0), sin.repeat_interleave(c, dim=0))
+        rotary = prepare_rotary(cos.repeat_interleave(c, dim=0), sin.repeat_interleave(c, dim=0), x.dtype)
         aux = x.new_zeros(())
         experts = []
-        for block in self.blocks:
-            x, a, e = block(x, rotary, c)
+        for i, block in enumerate(self.blocks):
+            x, a, e = block(x, rotary, c, last_only and i == len(self.blocks) - 1)
             aux = aux + a
             experts.append(e)
         return Encoded(self.norm(x), aux, experts, c)
@@ -368,7 +372,7 @@ class SoterModel(nn.Module):
         [B*C, 1] at t_T) and the frame (training's auxiliary loss needs them)."""
         b, c, t = values.shape
         inputs, fr = self.model_inputs(values, mask, timestamps)
-        enc = self.encode(inputs, timestamps)
+        enc = self.encode(inputs, timestamps, last_only=True)
         h_last = enc.hidden[:, -1].to(self.decoder.readout.weight.dtype)
         t_last = timestamps[:, -1].double().repeat_interleave(c)
         t_query = query_times.double().repeat_interleave(c, dim=0)
@@ -391,7 +395,7 @@ class SoterModel(nn.Module):
         b, c, t = values.shape
         q = query_times.shape[1]
         inputs, fr = self.model_inputs(values, torch.ones_like(values, dtype=torch.bool), timestamps)
-        enc = self.encode(inputs, timestamps)
+        enc = self.encode(inputs, timestamps, last_only=True)
         h_last = enc.hidden[:, -1].to(self.decoder.readout.weight.dtype)  # [B*C, H]
         t_last = timestamps[:, -1].double().repeat_interleave(c * q)
         t_rows = query_times.double().repeat_interleave(c, dim=0)  # [B*C, Q]

@@ -39,12 +39,16 @@ class MixtureOfExperts(nn.Module):
         self.shared = SwiGLU(cfg.hidden_size, cfg.intermediate_size)
         self.gate = nn.Linear(cfg.hidden_size, cfg.num_experts, bias=False) if cfg.router == "learned" else None
 
-    def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(logits, indices, weights, auxiliary loss)."""
+    def route(self, x: torch.Tensor, last_only: bool = False
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(logits, indices, weights, auxiliary loss); ``last_only``: the last token's (T = 1), the PSD router
+        still reading every token's prefix."""
         cfg = self.cfg
         if self.gate is None:
-            logits, idx, w = psd_route(x, cfg.num_experts, cfg.top_k, cfg.dft_length, cfg.dft_impl)
+            logits, idx, w = psd_route(x, cfg.num_experts, cfg.top_k, cfg.dft_length, cfg.dft_impl, last_only)
             return logits, idx, w, x.new_zeros(())
+        if last_only:
+            x = x[:, -1:]
         logits = self.gate(x)
         probs = torch.softmax(logits.float(), dim=-1)
         idx = torch.topk(logits, cfg.top_k, dim=-1).indices
@@ -56,11 +60,12 @@ class MixtureOfExperts(nn.Module):
         aux = cfg.num_experts * (share * probs.reshape(-1, cfg.num_experts).mean(0)).sum()
         return logits, idx, w, cfg.router_aux_loss_coef * aux
 
-    def shared_input(self, x: torch.Tensor) -> torch.Tensor:
+    def shared_input(self, x: torch.Tensor, last_only: bool = False) -> torch.Tensor:
         if self.cfg.shared_expert_input == "window_mean":
             return x.mean(dim=1, keepdim=True)  # the paper: a sequence-level residual
         steps = torch.arange(1, x.shape[1] + 1, device=x.device, dtype=x.dtype)[None, :, None]
-        return torch.cumsum(x, dim=1) / steps  # option: the mean of the causal prefix
+        prefix = torch.cumsum(x, dim=1) / steps  # option: the mean of the causal prefix
+        return prefix[:, -1:] if last_only else prefix
 
     def grouped(self, x: torch.Tensor) -> bool:
         """``auto``: grouped on CPU (inference and single-process training), dense on GPU and whenever
@@ -73,10 +78,16 @@ class MixtureOfExperts(nn.Module):
             return mode == "grouped"
         return x.device.type == "cpu" and not (torch.is_grad_enabled() and _distributed())
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """x [R, T, H] -> (output, auxiliary loss, chosen experts [R, T, k])."""
-        logits, idx, w, aux = self.route(x)
-        shared = self.shared(self.shared_input(x)).expand_as(x)
+    def forward(self, x: torch.Tensor, last_only: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x [R, T, H] -> (output, auxiliary loss, chosen experts [R, T, k]); ``last_only``: the output and the
+        experts of the last token only (T = 1): the routing and the shared input still read every token, so it
+        is the full output's last row, for a fraction of the work."""
+        # the full pass calls route(x) alone: callers that wrap it to record the routing (gates.py) keep working
+        logits, idx, w, aux = self.route(x, last_only=True) if last_only else self.route(x)
+        shared_in = self.shared_input(x, last_only)
+        if last_only:
+            x = x[:, -1:]
+        shared = self.shared(shared_in).expand_as(x)
         if self.grouped(x):
             return self._grouped(x, shared, idx, w), aux, idx
         # dense combine weights [R, T, E] (zero for experts not chosen): no host syncs
@@ -89,22 +100,22 @@ class MixtureOfExperts(nn.Module):
 
     def _grouped(self, x: torch.Tensor, shared: torch.Tensor, idx: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         """The dense sum without its zero terms: tokens sorted by expert, each expert applied once to
-        its contiguous slice (only routings with a non-zero weight), results copied back into one
-        slot per routing, and the slots added onto the shared output in ascending expert order,
-        which is the order of the dense sum: the same additions (a matmul over a subset of rows may
-        round its last bit differently)."""
+        its contiguous slice (only routings with a non-zero weight), and the results added onto the
+        shared output in that order (``index_add``, one index after the other), which per token is
+        ascending expert order, the order of the dense sum: the same additions (a matmul over a subset
+        of rows may round its last bit differently)."""
         hidden, k = x.shape[-1], idx.shape[-1]
         flat = x.reshape(-1, hidden)
         n = flat.shape[0]
         top, order = torch.sort(idx.reshape(n, k), dim=-1)  # per token: experts ascending
-        weight = torch.gather(w.reshape(n, k), -1, order)
-        keep = (weight != 0).reshape(-1)
-        expert = top.reshape(-1)[keep]
-        flat_pos = torch.arange(n * k, device=x.device)[keep]
-        token, rank = flat_pos // k, flat_pos % k
-        by_expert = torch.argsort(expert, stable=True)
-        token, rank, expert = token[by_expert], rank[by_expert], expert[by_expert]
-        wts = weight.reshape(-1)[flat_pos[by_expert]]
+        weight = torch.gather(w.reshape(n, k), -1, order).reshape(-1)
+        expert, flat_pos = top.reshape(-1), torch.arange(n * k, device=x.device)
+        keep = weight != 0
+        if not bool(keep.all()):  # every weight non-zero (the learned router's softmax): no copies
+            expert, flat_pos = expert[keep], flat_pos[keep]
+        by_expert = torch.argsort(expert, stable=True)  # stable: a token's routings stay in ascending expert order
+        flat_pos = flat_pos[by_expert]
+        token, wts = flat_pos // k, weight[flat_pos]
         counts = torch.bincount(expert, minlength=self.cfg.num_experts).tolist()
         inputs = flat.index_select(0, token)
         pieces, start = [], 0
@@ -112,9 +123,7 @@ class MixtureOfExperts(nn.Module):
             if count:
                 pieces.append(self.experts[e](inputs[start:start + count]))
             start += count
-        routed = torch.cat(pieces) * wts[:, None] if pieces else inputs[:0]
-        slots = flat.new_zeros(k * n, hidden).index_copy(0, rank * n + token, routed).view(k, n, hidden)
-        out = shared.reshape(-1, hidden)
-        for r in range(k):
-            out = out + slots[r]
-        return out.view_as(x)
+        base = shared.reshape(-1, hidden)
+        if not pieces:
+            return base.view_as(x)
+        return torch.index_add(base, 0, token, torch.cat(pieces) * wts[:, None]).view_as(x)

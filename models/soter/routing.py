@@ -51,17 +51,21 @@ def prefix_dft_fast(h: torch.Tensor, n: int, budget: int = 1 << 24) -> torch.Ten
     return torch.cat(parts, dim=-1)
 
 
-def prefix_dft(h: torch.Tensor, n: int, impl: str = "fast") -> torch.Tensor:
+def prefix_dft(h: torch.Tensor, n: int, impl: str = "fast", last_only: bool = False) -> torch.Tensor:
     """``fast``: the fused numba kernel for CPU tensors, chunked prefix sums elsewhere (GPU);
-    ``torch``: always the chunked prefix sums; ``loop``: the reference."""
+    ``torch``: always the chunked prefix sums; ``loop``: the reference. ``last_only``: p at the last
+    token only, [R, 1, N/2+1] (what routing the last token needs; the CPU kernel then skips the
+    magnitudes of every earlier step, the other implementations compute them all)."""
     if impl == "loop":
-        return prefix_dft_loop(h, n)
+        p = prefix_dft_loop(h, n)
+        return p[:, -1:] if last_only else p
     if impl == "fast" and h.device.type == "cpu":
         from models.soter import routing_cpu
 
         if routing_cpu.available():
-            return torch.from_numpy(routing_cpu.prefix_dft_numba(h.numpy(), n))
-    return prefix_dft_fast(h, n)
+            return torch.from_numpy(routing_cpu.prefix_dft_numba(h.numpy(), n, last_only))
+    p = prefix_dft_fast(h, n)
+    return p[:, -1:] if last_only else p
 
 
 def band_logits(p: torch.Tensor, num_experts: int) -> torch.Tensor:
@@ -69,12 +73,13 @@ def band_logits(p: torch.Tensor, num_experts: int) -> torch.Tensor:
     return torch.stack([band.sum(-1) for band in torch.tensor_split(p, num_experts, dim=-1)], dim=-1)
 
 
-def psd_route(h: torch.Tensor, num_experts: int, top_k: int, n: int, impl: str = "fast"
+def psd_route(h: torch.Tensor, num_experts: int, top_k: int, n: int, impl: str = "fast", last_only: bool = False
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(logits [R, T, E], expert indices [R, T, k], weights [R, T, k]); no gradient."""
+    """(logits [R, T, E], expert indices [R, T, k], weights [R, T, k]); no gradient. ``last_only``: the last
+    token's routing only (T = 1 in every output), still from the prefix DFT over every token."""
     with torch.no_grad():
         x = h.detach().float() if h.dtype in (torch.float16, torch.bfloat16) else h.detach()
-        p = prefix_dft(x, n, impl)
+        p = prefix_dft(x, n, impl, last_only)
         logits = band_logits(p, num_experts)
         probs = torch.softmax(logits, dim=-1)
         idx = torch.topk(logits, top_k, dim=-1).indices

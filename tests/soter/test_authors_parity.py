@@ -56,8 +56,8 @@ def _run(model: SoterModel, tensors: dict, name: str, regime: str) -> dict[str, 
     for block in model.blocks:  # record each layer's routing logits
         route = block.moe.route
 
-        def recording(x, _route=route):
-            out = _route(x)
+        def recording(x, *args, _route=route, **kwargs):
+            out = _route(x, *args, **kwargs)
             logits.append(out[0])
             return out
         block.moe.route = recording
