@@ -16,8 +16,8 @@ Forecast: per channel (``input_size`` 1). Each series (row, channel) draws its s
 on its own after ``torch.manual_seed(seed)``: its draws do not depend on which other windows share the batch,
 and a rerun gives the same numbers. Up to ``batch`` series (option, default 32) go through one predictor call,
 their draws split by series (``_protocol.row_streams``: Lag-Llama lays a series' paths out as one block of
-``num_samples`` rows); ``batch`` 1 predicts one series at a time under the global seed. Sample paths are always drawn for ``span`` steps (64; a multiple of it
-beyond) and cut to H, so step k's forecast does not depend on the horizon asked for. The point
+``num_samples`` rows); ``batch`` 1 predicts one series at a time under the global seed. Sample paths are
+always drawn for ``span`` steps (64; a multiple of it beyond) and cut to H, so step k's forecast does not depend on the horizon asked for. The point
 forecast is the median of ``num_samples`` (100) paths; asked quantiles (request arg ``levels``, any
 level) are the empirical quantiles (numpy's linear interpolation) of the same paths. Unobserved
 context points are passed as NaN (gluonts marks them unobserved). The context length is the checkpoint's (32 for the released model)
@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from _protocol import asked_levels, row_streams, sample_quantiles, serve
+from _protocol import BATCHED_ROWS_TOLERANCE, asked_levels, row_streams, sample_quantiles, serve
 
 CHECKPOINT = "lag-llama.ckpt"
 # the only globals the checkpoint's pickle may name beyond torch's weights-only defaults
@@ -154,8 +154,8 @@ def load(weights: str | None, options: dict[str, Any]):
             group = targets[a:a + batch]
             entries = [{"start": start, "target": target} for target in group]
             torch.manual_seed(row_seed)
-            with torch.no_grad(), (row_streams(len(group), row_seed) if batch > 1 else _alone()):
-                results = list(predictor(drawn, batch if batch > 1 else 1).predict(entries))
+            with torch.no_grad(), row_streams(len(group), row_seed):
+                results = list(predictor(drawn, batch).predict(entries))
             for k, result in enumerate(results):
                 samples = np.asarray(result.samples, dtype=np.float64)  # [S, drawn]
                 if samples.shape != (num_samples, drawn):
@@ -168,7 +168,7 @@ def load(weights: str | None, options: dict[str, Any]):
         quantiles = sample_quantiles(paths[:, :, :h], levels, axis=1).reshape(b, c, h, len(levels))
         return {"forecast": out, "quantiles": quantiles}  # from the same paths as the point
 
-    predictor(span)  # build once now: a wrong checkpoint fails at load, not at the first forecast
+    predictor(span, batch)  # build once now: a wrong checkpoint fails at load, not at the first forecast
     gluonts = importlib.import_module("gluonts")
     info = {"torch": torch.__version__, "gluonts": getattr(gluonts, "__version__", None),
             "lag_llama_code": str(code), "lag_llama_commit": _commit(code), "checkpoint": str(path),
@@ -178,14 +178,9 @@ def load(weights: str | None, options: dict[str, Any]):
             "quantile_levels": "any", "quantiles": f"empirical quantiles of the same {num_samples} sample paths",
             "checkpoint_loading": "torch.load(weights_only=True), allow-list: " + ", ".join(SAFE_GLOBALS),
             "unexpected_keys": report.get("unexpected_keys")}
+    if batch > 1:
+        info["batch_tolerance"] = BATCHED_ROWS_TOLERANCE
     return {"forecast": forecast}, info
-
-
-def _alone():
-    """One series per call under the global seed: nothing to split."""
-    import contextlib
-
-    return contextlib.nullcontext()
 
 
 if __name__ == "__main__":

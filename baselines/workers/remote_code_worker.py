@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from _protocol import asked_levels, carry_forward, row_streams, sample_quantiles, serve
+from _protocol import BATCHED_ROWS_TOLERANCE, asked_levels, carry_forward, row_streams, sample_quantiles, serve
 
 OUTPUTS = ("append", "samples", "mira")
 
@@ -89,7 +89,7 @@ def load(weights: str | None, options: dict[str, Any]):
         for i in range(0, len(x), batch):  # a row's draws do not depend on the rest of the batch
             group = x[i:i + batch]
             torch.manual_seed(seed)
-            with row_streams(len(group), seed, outer=num_samples) if batch > 1 else _alone():
+            with row_streams(len(group), seed, outer=num_samples):
                 out = model.generate(group, max_new_tokens=n, num_samples=num_samples, **kwargs)
             rows.extend(np.asarray(out.float()[:, :, -n:].cpu(), dtype=np.float64))
         return np.stack(rows)  # [N, S, n]
@@ -142,16 +142,11 @@ def load(weights: str | None, options: dict[str, Any]):
     if output == "samples":
         info["quantile_levels"] = "any"
         info["rows_per_call"] = batch
+        if batch > 1:
+            info["batch_tolerance"] = BATCHED_ROWS_TOLERANCE
     if output == "mira":
         info["terminal_ode"] = terminal_ode
     return {"forecast": forecast}, info
-
-
-def _alone():
-    """One row per call under the global seed: nothing to split."""
-    import contextlib
-
-    return contextlib.nullcontext()
 
 
 if __name__ == "__main__":
