@@ -6,7 +6,9 @@ A cell's cost is estimated, in this order, from
    reads another shard's records, so every shard computes the same partition);
 2. the *calibration*: seconds per one-channel sample of the model, measured by ``benchmarks/system_overhead.py``
    into :data:`CALIBRATION` (at its published size or with the weights found here; per setting, per device), times
-   the series the cell forecasts (:func:`window_samples`), plus the model's load time once per process;
+   the series the cell forecasts (:func:`window_samples`), plus, for a model trained in every cell (the supervised
+   baselines, the adapted entries), its measured fit on the cohort's first fold once per cell, plus the model's load
+   time once per process;
 3. nothing: the estimate is ``unknown`` (never a guess).
 """
 
@@ -22,9 +24,12 @@ from typing import Iterable
 
 REPO = Path(__file__).resolve().parents[2]
 # written by benchmarks/system_overhead.py: at published sizes on random-walk inputs (its default --out;
-# harness.reporting.overhead.DEFAULT_FILE names it too), then with `--inputs cohort` on the windows a run feeds
-# the models (`--out .../cell_costs.csv`); a row of the second supersedes the first's for the same model and setting
+# harness.reporting.overhead.DEFAULT_FILE names it too), then a batch alone (`--repeats 0`) for a model whose
+# single-sample latency takes minutes (`--out .../batched_rates.csv`: the report keeps the latency, the plan the
+# batch), then with `--inputs cohort` on the windows a run feeds the models (`--out .../cell_costs.csv`); a row of a
+# later file supersedes an earlier one's for the same model, weights, setting and device
 CALIBRATION: tuple[Path, ...] = (REPO / "results" / "benchmarks" / "system_overhead.csv",
+                                 REPO / "results" / "benchmarks" / "batched_rates.csv",
                                  REPO / "results" / "benchmarks" / "cell_costs.csv")
 
 
@@ -37,11 +42,17 @@ class Rate:
     weights: str  # random (published size) | trained (the weights found here)
     setting: str  # the setting it was measured at, "C/H"
     device: str  # cpu | cuda
+    fit_seconds: float = 0.0  # a model trained in every cell: one fit on the cohort's first fold (0: never trained)
 
     def describe(self, setting: str) -> str:
         """Where an estimate for a cell of ``setting`` came from (the setting measured, when it is another)."""
         other = f", measured at {self.setting}" if self.setting != setting else ""
-        return f"calibration ({self.weights} weights, {self.device}{other})"
+        fit = ", a cohort fit per cell" if self.fit_seconds else ""
+        return f"calibration ({self.weights} weights, {self.device}{other}{fit})"
+
+    def cell_seconds(self, samples: int) -> float:
+        """A cell forecasting ``samples`` one-channel series: the fit (when trained per cell) and the forecasts."""
+        return self.fit_seconds + self.seconds_per_sample * samples
 
 
 def _number(text: str | None) -> float | None:
@@ -73,7 +84,7 @@ def _read_rates(path: Path, rates: dict[tuple[str, str, str, str], Rate]) -> Non
             device = "cuda" if str(row.get("device", "cpu")).startswith("cuda") else "cpu"
             rates[(row["model"], row.get("weights", ""), row.get("setting", ""), device)] = Rate(
                 per / channels, _number(row.get("load_seconds")) or 0.0, row.get("weights", ""), row.get("setting", ""),
-                device)
+                device, _number(row.get("fit_seconds")) or 0.0)
 
 
 def rate_for(rates: dict[tuple[str, str, str, str], Rate], model: str, setting: str, device: str,
@@ -120,7 +131,7 @@ def cell_cost(model: str, setting: str, samples: int | None, rates: dict[tuple[s
               random_weights: bool, measured: dict[tuple[str, str], float] | None = None) -> CellCost:
     """One cell's estimate (the model's load time is not in it: :func:`load_seconds` counts it once per process)."""
     gpu_rate = rate_for(rates, model, setting, "cuda", random_weights)
-    gpu = gpu_rate.seconds_per_sample * samples if gpu_rate is not None and samples is not None else None
+    gpu = gpu_rate.cell_seconds(samples) if gpu_rate is not None and samples is not None else None
     if measured:
         seconds = measured.get((model, setting), measured.get((model, "")))
         if seconds is not None:
@@ -129,7 +140,7 @@ def cell_cost(model: str, setting: str, samples: int | None, rates: dict[tuple[s
     if rate is None or samples is None:
         why = "unknown: no calibration row" if rate is None else "unknown: the task cannot count its samples"
         return CellCost(None, gpu, why)
-    return CellCost(rate.seconds_per_sample * samples, gpu, rate.describe(setting))
+    return CellCost(rate.cell_seconds(samples), gpu, rate.describe(setting))
 
 
 def load_seconds(model: str, rates: dict[tuple[str, str, str, str], Rate], device: str,
