@@ -26,7 +26,10 @@ row whose reason names the unfinished batch); so does one that cannot run here (
 times the batch alone (for a model whose single-sample latency takes minutes: SOTER's autoregressive rollout at
 its published size, where the batch is what a run pays). A model trained in every cell (the supervised baselines,
 the adapted entries) is first fitted on the cohort's first fold as a run fits it (``fit_seconds``; only with
-``--inputs cohort``): ``harness plan`` charges that fit once per cell. Every finished row is
+``--inputs cohort``): ``harness plan`` charges that fit once per cell. The load, the batch and the fit are also timed
+in CPU seconds (``load_cpu_seconds``, ``cpu_seconds_per_sample_batched``, ``fit_cpu_seconds``: the child's and its
+workers'), which a busy
+machine hardly inflates: ``harness plan`` prefers them. Every finished row is
 appended to ``--out`` at once (a rerun skips the rows already there, unless ``--rerun``). Each row records
 the load average before and after (``uptime``), the machine and the date: on a busy machine compare rows
 as ratios. ``python -m harness report`` renders the table beside the paper's numbers.
@@ -65,7 +68,7 @@ REMOTE_CODE = ("timer-base", "sundial-base", "timemoe-base", "timemoe-large", "m
 COLUMNS = ("model", "weights", "status", "reason", "parameters", "active_parameters", "load_seconds",
            "seconds_per_sample", "batch", "seconds_per_sample_batched", "peak_rss_gib", "peak_gpu_gib", "device",
            "threads", "setting", "channels", "repeats", "load_before", "load_after", "machine", "torch", "measured_at",
-           "fit_seconds")
+           "fit_seconds", "cpu_seconds_per_sample_batched", "fit_cpu_seconds", "load_cpu_seconds")
 STAGED = {"SOTER_BENCH_TIMEMOE_CODE": "time-moe", "SOTER_BENCH_MIRA_CODE": "mira",
           "SOTER_BENCH_TIMER_CODE": "timer-sktime-fork/sktime/libs/timer",
           "SOTER_BENCH_SUNDIAL_CODE": "sundial-sktime-fork/sktime/libs/sundial",
@@ -109,15 +112,30 @@ def cohort_windows(context: int, horizon: int, channels: int) -> tuple[np.ndarra
     return arrays.context[:, :channels], arrays.context_times, arrays.target_times
 
 
-def cohort_fit_seconds(model, context: int, horizon: int) -> float:
+def cpu_seconds() -> float:
+    """CPU seconds this process and the processes it started (an isolated model's worker) have used so far: on a
+    machine shared with other jobs a forecast's wall time grows with the load, its CPU time hardly."""
+    import psutil
+
+    total = time.process_time()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def cohort_fit_seconds(model, context: int, horizon: int) -> tuple[float, float]:
     """A model trained per fold (``capabilities.fit``: the supervised baselines, the adapted entries) fitted once on
-    the cohort's first fold as a run fits it in each cell (the same training series, seed 0): its seconds."""
+    the cohort's first fold as a run fits it in each cell (the same training series, seed 0): (wall, CPU) seconds."""
     from protocols.forecasting import fit_for_fold
 
     dataset, fold, setting, spec = _cohort_fold(context, horizon)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), cpu_seconds()
     fit_for_fold(model, dataset, fold, setting, spec)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, cpu_seconds() - cpu
 
 
 def measure_one(name: str, weights_kind: str, context: int, horizon: int, channels: int, batch: int, repeats: int,
@@ -149,15 +167,15 @@ def measure_one(name: str, weights_kind: str, context: int, horizon: int, channe
     if reason is not None:
         yield {"status": "not measured", "reason": str(reason)}
         return
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), cpu_seconds()
     model = spec.load(**options)
-    load_seconds = time.perf_counter() - started
-    fit_seconds = None
+    load_seconds, load_cpu = time.perf_counter() - started, cpu_seconds() - cpu
+    fit_seconds = fit_cpu = None
     if model.capabilities.fit:  # trained in every cell before it forecasts: that time is the cell's too
         if inputs != "cohort":
             yield {"status": "not measured", "reason": f"{name} is trained per fold: measure it with --inputs cohort"}
             return
-        fit_seconds = cohort_fit_seconds(model, context, horizon)
+        fit_seconds, fit_cpu = cohort_fit_seconds(model, context, horizon)
     rng = np.random.default_rng(0)
     real = cohort_windows(context, horizon, channels) if inputs == "cohort" else None
 
@@ -182,7 +200,7 @@ def measure_one(name: str, weights_kind: str, context: int, horizon: int, channe
         return
     row = {"status": "ok", "reason": f"batch of {batch}: not finished within the time limit",
            "load_seconds": load_seconds, "seconds_per_sample": statistics.median(seconds) if seconds else None,
-           "batch": batch, "fit_seconds": fit_seconds}
+           "batch": batch, "fit_seconds": fit_seconds, "fit_cpu_seconds": fit_cpu, "load_cpu_seconds": load_cpu}
     marker = random_weights_marker(options.get("weights"))
     if marker is not None:
         row.update(parameters=marker.get("parameters"), active_parameters=marker.get("active_parameters"))
@@ -190,9 +208,10 @@ def measure_one(name: str, weights_kind: str, context: int, horizon: int, channe
         row.update(zip(("parameters", "active_parameters"), _count(model)))
     yield dict(row)
     many, query = sample(batch)
-    t0 = time.perf_counter()
+    t0, cpu = time.perf_counter(), cpu_seconds()
     forecast(model, many, query)
-    row.update(reason="", seconds_per_sample_batched=(time.perf_counter() - t0) / batch)
+    row.update(reason="", seconds_per_sample_batched=(time.perf_counter() - t0) / batch,
+               cpu_seconds_per_sample_batched=(cpu_seconds() - cpu) / batch)
     if device.startswith("cuda") and torch.cuda.is_available():
         row["peak_gpu_gib"] = torch.cuda.max_memory_allocated() / 2**30
     yield row

@@ -78,6 +78,19 @@ def test_a_fit_column_is_read_and_an_old_file_without_it_reads_as_no_fit(tmp_pat
     assert rate.fit_seconds == 4.0 and rate.seconds_per_sample == 0.125  # per one-channel series
 
 
+def test_cpu_seconds_are_preferred_and_a_wall_clock_row_says_so(tmp_path):
+    table = tmp_path / "t.csv"
+    table.write_text("model,weights,status,seconds_per_sample,seconds_per_sample_batched,load_seconds,setting,channels,"
+                     "device,fit_seconds,cpu_seconds_per_sample_batched,fit_cpu_seconds\n"
+                     "c,trained,ok,0.5,0.4,1.0,48/24,1,cpu,9.0,0.1,3.0\n"
+                     "w,trained,ok,0.5,0.4,1.0,48/24,1,cpu,9.0,,\n")
+    rates = read_calibration((table,))
+    cpu, wall = rates[("c", "trained", "48/24", "cpu")], rates[("w", "trained", "48/24", "cpu")]
+    assert (cpu.seconds_per_sample, cpu.fit_seconds, cpu.clock) == (0.1, 3.0, "cpu")  # a busy machine's wall is not
+    assert (wall.seconds_per_sample, wall.fit_seconds, wall.clock) == (0.4, 9.0, "wall")
+    assert "wall clock" in wall.describe("48/24") and "wall clock" not in cpu.describe("48/24")
+
+
 def test_the_plan_total_is_the_sum_of_its_cells_and_doubles_with_the_cells(monkeypatch, tmp_path):
     from harness.run.plan_costs import estimate_plan
     from harness.run.runner import RunConfig
@@ -105,6 +118,7 @@ def test_the_benchmark_fits_a_model_trained_per_cell_on_the_cohort_and_refuses_r
     bench = _benchmark_module()
     rows = list(bench.measure_one("ridge", "trained", 48, 24, 1, 2, 1, "cpu", inputs="cohort"))
     assert rows[-1]["status"] == "ok" and rows[-1]["fit_seconds"] > 0 and rows[-1]["seconds_per_sample_batched"] > 0
+    assert rows[-1]["fit_cpu_seconds"] > 0 and rows[-1]["cpu_seconds_per_sample_batched"] > 0
     rows = list(bench.measure_one("ridge", "trained", 48, 24, 1, 2, 1, "cpu"))
     assert rows == [{"status": "not measured", "reason": "ridge is trained per fold: measure it with --inputs cohort"}]
     rows = list(bench.measure_one("last-value", "trained", 48, 24, 1, 2, 0, "cpu"))  # --repeats 0: the batch alone

@@ -43,12 +43,14 @@ class Rate:
     setting: str  # the setting it was measured at, "C/H"
     device: str  # cpu | cuda
     fit_seconds: float = 0.0  # a model trained in every cell: one fit on the cohort's first fold (0: never trained)
+    clock: str = "cpu"  # cpu: measured in CPU seconds | wall: only the wall clock was measured (a busy machine inflates it)
 
     def describe(self, setting: str) -> str:
         """Where an estimate for a cell of ``setting`` came from (the setting measured, when it is another)."""
         other = f", measured at {self.setting}" if self.setting != setting else ""
         fit = ", a cohort fit per cell" if self.fit_seconds else ""
-        return f"calibration ({self.weights} weights, {self.device}{other}{fit})"
+        wall = ", wall clock" if self.clock == "wall" else ""
+        return f"calibration ({self.weights} weights, {self.device}{other}{fit}{wall})"
 
     def cell_seconds(self, samples: int) -> float:
         """A cell forecasting ``samples`` one-channel series: the fit (when trained per cell) and the forecasts."""
@@ -65,7 +67,8 @@ def _number(text: str | None) -> float | None:
 
 def read_calibration(paths: tuple[Path, ...] | None = None) -> dict[tuple[str, str, str, str], Rate]:
     """(model, weights, setting, device) -> :class:`Rate`, the last ok row of each (a rerun supersedes). Seconds per
-    sample: the batched figure where measured (a run forecasts its windows in batches), else batch 1. ``paths`` None:
+    sample: the batched figure where measured (a run forecasts its windows in batches), else batch 1; in CPU seconds
+    where measured (a busy machine inflates the wall clock by its load), else wall seconds. ``paths`` None:
     :data:`CALIBRATION`, a later file's rows superseding an earlier one's; a missing file adds nothing."""
     rates: dict[tuple[str, str, str, str], Rate] = {}
     for path in CALIBRATION if paths is None else paths:
@@ -77,14 +80,17 @@ def read_calibration(paths: tuple[Path, ...] | None = None) -> dict[tuple[str, s
 def _read_rates(path: Path, rates: dict[tuple[str, str, str, str], Rate]) -> None:
     with open(path, newline="") as handle:
         for row in csv.DictReader(handle):
-            per = _number(row.get("seconds_per_sample_batched")) or _number(row.get("seconds_per_sample"))
+            cpu = _number(row.get("cpu_seconds_per_sample_batched"))
+            per = cpu or _number(row.get("seconds_per_sample_batched")) or _number(row.get("seconds_per_sample"))
             if row.get("status") != "ok" or per is None:
                 continue
+            load = (_number(row.get("load_cpu_seconds")) if cpu else None) or _number(row.get("load_seconds")) or 0.0
+            fit = (_number(row.get("fit_cpu_seconds")) if cpu else None) or _number(row.get("fit_seconds")) or 0.0
             channels = _number(row.get("channels")) or 1.0
             device = "cuda" if str(row.get("device", "cpu")).startswith("cuda") else "cpu"
             rates[(row["model"], row.get("weights", ""), row.get("setting", ""), device)] = Rate(
-                per / channels, _number(row.get("load_seconds")) or 0.0, row.get("weights", ""), row.get("setting", ""),
-                device, _number(row.get("fit_seconds")) or 0.0)
+                per / channels, load, row.get("weights", ""), row.get("setting", ""), device, fit,
+                "cpu" if cpu else "wall")
 
 
 def rate_for(rates: dict[tuple[str, str, str, str], Rate], model: str, setting: str, device: str,

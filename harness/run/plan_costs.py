@@ -78,7 +78,8 @@ def estimate_plan(config: RunConfig, started: float | None = None) -> dict[str, 
         "shard": list(config.shard) if config.shard else None, "planned_cells": planned_all,
         "calibration": str(_calibration_name()), "rows": rows, "load_seconds": loads, "total": total,
         "setup_seconds": setup,
-        # one process runs the cells one after another; N jobs share them (each worker loads the models it runs)
+        # one process runs the cells one after another; N jobs share them (each worker loads the models it runs); the
+        # calibration is CPU time where measured, so this is the wall time of a machine that runs nothing else
         "wall_seconds": None if unknown else setup + load_total + cells_cpu / max(1, config.jobs),
     }
 
@@ -131,7 +132,8 @@ def plan_text(p: dict[str, Any]) -> str:
     out.append(f"setup (loading the data, planning; measured by this command): {duration(p['setup_seconds'])}"
                + (f"; loading the models, once per process (calibration): {', '.join(loads)}" if loads else ""))
     wall = p["wall_seconds"]
-    out.append(f"estimated wall time with --jobs {p['jobs']}: "
+    out.append(f"estimated wall time with --jobs {p['jobs']} on an otherwise idle machine (CPU-time calibration; a busy "
+               f"machine's load stretches it): "
                + (duration(wall) if wall is not None else f"unknown (no estimate for {', '.join(total['unknown_models'])})")
                + f"; calibration: {p['calibration']} (benchmarks/system_overhead.py)")
     return "\n".join(line.rstrip() for line in out)
