@@ -9,8 +9,8 @@ Two families (option ``family``):
   and a rerun gives the same numbers: up to ``batch`` rows (option, default 32) go through one call,
   each row's draws from its own stream (``_protocol.row_streams``; uni2ts lays the rows out behind the
   sample dimension, and its mixture's first component choice draws all samples per distribution);
-  ``batch`` 1 forecasts one row per call under the global seed. Paths are always drawn for ``span`` steps (64; a multiple of
-  it for longer horizons) and cut to H: the random draws' shape, hence step k's forecast, does not
+  ``batch`` 1 forecasts one row per call under the global seed. Paths are always drawn for ``span``
+  steps (64; a multiple of it for longer horizons) and cut to H: the random draws' shape, hence step k's forecast, does not
   depend on the horizon asked for (the harness's causal imputation relies on that).
 * ``moirai2`` (Moirai 2.0): ``Moirai2Forecast`` predicts quantiles directly (no sampling); the
   point forecast is the 0.5 quantile. Rows are forecast together. Per channel (C = 1): uni2ts

@@ -141,6 +141,7 @@ def load(weights: str | None, options: dict[str, Any]):
             "span": span if output != "mira" else None, "uses_times": output == "mira"}
     if output == "samples":
         info["quantile_levels"] = "any"
+    if output == "samples" and layout:  # named only where rows are batched, so the others' records stay as they were
         info["rows_per_call"] = batch
         if batch > 1:
             info["batch_tolerance"] = BATCHED_ROWS_TOLERANCE
