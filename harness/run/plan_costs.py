@@ -3,7 +3,8 @@
 The cells are the run's own (``runner.plan``, the same flags); a cell is *cached* when ``--out`` holds a
 finished row of it that a run would skip. Costs: :mod:`harness.run.costs` (measured rows in ``--out``, else the
 calibration, else unknown). The setup (loading the data, planning) is not estimated but measured: this command
-does the same work before it can count anything.
+does the same work before it can count anything. Everything is in CPU seconds where measured so (the calibration's
+rows say where only the wall clock was): the wall estimate is that of a machine running nothing else.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from harness.run.runner import RunConfig, plan, row_is_current
 
 
 def estimate_plan(config: RunConfig, started: float | None = None) -> dict[str, Any]:
-    """The plan as a JSON-ready dict: rows per (model, dataset), per-model load times, totals."""
-    started = time.perf_counter() if started is None else started
+    """The plan as a JSON-ready dict: rows per (model, dataset), per-model load times, totals. ``started``: the
+    command's ``time.process_time()`` at its start (the setup is counted from there)."""
+    started = time.process_time() if started is None else started
     loaded: dict[str, Any] = {}
     cells, summary = plan(config, None, loaded)
     planned_all = len(cells)
@@ -63,7 +65,7 @@ def estimate_plan(config: RunConfig, started: float | None = None) -> dict[str, 
         rows.append(g)
     running = sorted({g["model"] for g in rows if g["to_run"]})
     loads = {m: load_seconds(m, rates, "cpu", randoms[m]) for m in running}
-    setup = time.perf_counter() - started
+    setup = time.process_time() - started  # CPU seconds, as the calibration's
     cpu = [g["cpu_seconds"] for g in rows if g["to_run"]]
     gpu = [g["gpu_seconds"] for g in rows if g["to_run"]]
     unknown = sorted({g["model"] for g in rows if g["to_run"] and g["cpu_seconds"] is None})
@@ -129,7 +131,7 @@ def plan_text(p: dict[str, Any]) -> str:
     fmt = "  ".join(f"{{:<{w}}}" if i < 2 or i == 7 else f"{{:>{w}}}" for i, w in enumerate(widths))
     out = [head, fmt.format(*cols), *(fmt.format(*r) for r in lines)]
     loads = [f"{m} {duration(v)}" for m, v in p["load_seconds"].items() if v is not None]
-    out.append(f"setup (loading the data, planning; measured by this command): {duration(p['setup_seconds'])}"
+    out.append(f"setup (loading the data, planning; measured by this command, CPU): {duration(p['setup_seconds'])}"
                + (f"; loading the models, once per process (calibration): {', '.join(loads)}" if loads else ""))
     wall = p["wall_seconds"]
     out.append(f"estimated wall time with --jobs {p['jobs']} on an otherwise idle machine (CPU-time calibration; a busy "
