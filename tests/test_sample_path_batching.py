@@ -3,8 +3,9 @@
 
 The streams are checked here on the layouts the workers declare (rows in blocks: Lag-Llama; sample-major: Sundial;
 per draw: Moirai-MoE's mixture), then Moirai-MoE's worker end to end on a tiny randomly initialised uni2ts module in
-its own environment, where that environment exists (it is made on first use and needs the network). Lag-Llama's and
-Sundial's workers are checked on stand-ins of their code (tests/test_lag_llama.py, tests/test_remote_code.py)."""
+its own environment, where that environment exists (it is made on first use and needs the network), and Sundial's
+own flow head (the upstream file, where staged). Lag-Llama's and Sundial's workers are checked end to end on
+stand-ins of their code (tests/test_lag_llama.py, tests/test_remote_code.py): their environments need the network."""
 
 from __future__ import annotations
 
@@ -93,6 +94,47 @@ def test_a_draw_the_streams_cannot_split_is_refused(protocol):
     with pytest.raises(protocol.RowStreamError, match="randperm"):
         with protocol.row_streams(2, 0):
             torch.randperm(6)
+
+
+# ---------------------------------------------------------------- Sundial's own flow head (upstream code)
+
+def test_sundial_s_upstream_flow_head_samples_rows_together_as_alone(protocol, monkeypatch):
+    """Sundial's sampling, the only place it draws (``FlowLoss.sample``: ``z.repeat(S, 1)``, one noise draw over
+    every sample and row), from the staged upstream file itself: the layout the worker declares (sample-major)."""
+    import importlib.util
+    import types
+
+    from tests.upstream import require_code
+
+    code = require_code("SOTER_BENCH_SUNDIAL_CODE", "sundial-sktime-fork/sktime/libs/sundial")
+    stub = types.ModuleType("sktime.utils.dependencies")  # the fork's only sktime import: a guarded import_module
+    stub._safe_import = importlib.import_module
+    for name, module in (("sktime", types.ModuleType("sktime")), ("sktime.utils", types.ModuleType("sktime.utils")),
+                         ("sktime.utils.dependencies", stub)):
+        monkeypatch.setitem(sys.modules, name, module)
+    spec = importlib.util.spec_from_file_location("sundial_flow_loss", code / "flow_loss.py")
+    flow = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(flow)
+    torch.manual_seed(0)
+    head = flow.FlowLoss(target_channels=6, z_channels=8, depth=1, width=16, num_sampling_steps=4).eval()
+    for p in head.parameters():  # Sundial zero-initialises its output layers: an untrained head returns zeros
+        torch.nn.init.normal_(p, std=0.3)
+    z = torch.randn(5, 8)
+    s = 7
+    with torch.no_grad():
+        alone = []
+        for r in range(len(z)):
+            torch.manual_seed(11)
+            alone.append(head.sample(z[r:r + 1], s)[0])  # [S, channels]
+        torch.manual_seed(11)
+        with protocol.row_streams(len(z), 11, outer=s):
+            together = head.sample(z, s)  # [rows, S, channels]
+        torch.manual_seed(11)
+        shared = head.sample(z, s)  # one stream for the whole batch: what the worker must not do
+    rtol, atol = protocol.BATCHED_ROWS_TOLERANCE  # the same draws; the batched MLP rounds differently (here ~5e-7)
+    for r, row in enumerate(alone):
+        torch.testing.assert_close(together[r], row, rtol=rtol, atol=atol)
+    assert not torch.allclose(shared[1], alone[1], atol=1e-3)
 
 
 # ---------------------------------------------------------------- Moirai-MoE's worker on the real uni2ts
