@@ -28,9 +28,8 @@ its published size, where the batch is what a run pays). A model trained in ever
 the adapted entries) is first fitted on the cohort's first fold as a run fits it (``fit_seconds``; only with
 ``--inputs cohort``): ``harness plan`` charges that fit once per cell. The load, the batch and the fit are also timed
 in CPU seconds (``load_cpu_seconds``, ``cpu_seconds_per_sample_batched``, ``fit_cpu_seconds``: the child's and its
-workers'), which a busy
-machine hardly inflates: ``harness plan`` prefers them. Every finished row is
-appended to ``--out`` at once (a rerun skips the rows already there, unless ``--rerun``). Each row records
+workers'), which a busy machine hardly inflates: ``harness plan`` prefers them. Every finished row is appended to
+``--out`` at once (a rerun skips the rows already there, unless ``--rerun``). Each row records
 the load average before and after (``uptime``), the machine and the date: on a busy machine compare rows
 as ratios. ``python -m harness report`` renders the table beside the paper's numbers.
 """
