@@ -26,9 +26,9 @@ row whose reason names the unfinished batch); so does one that cannot run here (
 times the batch alone (for a model whose single-sample latency takes minutes: SOTER's autoregressive rollout at
 its published size, where the batch is what a run pays). A model trained in every cell (the supervised baselines,
 the adapted entries) is first fitted on the cohort's first fold as a run fits it (``fit_seconds``; only with
-``--inputs cohort``): ``harness plan`` charges that fit once per cell. The load, the batch and the fit are also timed
-in CPU seconds (``load_cpu_seconds``, ``cpu_seconds_per_sample_batched``, ``fit_cpu_seconds``: the child's and its
-workers'), which a busy machine hardly inflates: ``harness plan`` prefers them. Every finished row is appended to
+``--inputs cohort``): ``harness plan`` charges that fit once per cell. The load, the single samples, the batch and the fit
+are also timed in CPU seconds (``load_cpu_seconds``, ``cpu_seconds_per_sample``, ``cpu_seconds_per_sample_batched``,
+``fit_cpu_seconds``: the child's and its workers'), which a busy machine hardly inflates: ``harness plan`` prefers them. Every finished row is appended to
 ``--out`` at once (a rerun skips the rows already there, unless ``--rerun``). Each row records
 the load average before and after (``uptime``), the machine and the date: on a busy machine compare rows
 as ratios. ``python -m harness report`` renders the table beside the paper's numbers.
@@ -67,7 +67,8 @@ REMOTE_CODE = ("timer-base", "sundial-base", "timemoe-base", "timemoe-large", "m
 COLUMNS = ("model", "weights", "status", "reason", "parameters", "active_parameters", "load_seconds",
            "seconds_per_sample", "batch", "seconds_per_sample_batched", "peak_rss_gib", "peak_gpu_gib", "device",
            "threads", "setting", "channels", "repeats", "load_before", "load_after", "machine", "torch", "measured_at",
-           "fit_seconds", "cpu_seconds_per_sample_batched", "fit_cpu_seconds", "load_cpu_seconds")
+           "fit_seconds", "cpu_seconds_per_sample_batched", "fit_cpu_seconds", "load_cpu_seconds",
+           "cpu_seconds_per_sample")
 STAGED = {"SOTER_BENCH_TIMEMOE_CODE": "time-moe", "SOTER_BENCH_MIRA_CODE": "mira",
           "SOTER_BENCH_TIMER_CODE": "timer-sktime-fork/sktime/libs/timer",
           "SOTER_BENCH_SUNDIAL_CODE": "sundial-sktime-fork/sktime/libs/sundial",
@@ -189,16 +190,18 @@ def measure_one(name: str, weights_kind: str, context: int, horizon: int, channe
 
     one, query = sample(1)
     out = forecast(model, one, query)  # warm-up: compilation, caches, lazy imports
-    seconds = []
+    seconds, cpus = [], []
     for _ in range(repeats):  # none with --repeats 0: a slow model's batch alone (its single latency is not the rate)
-        t0 = time.perf_counter()
+        t0, cpu = time.perf_counter(), cpu_seconds()
         out = forecast(model, one, query)
         seconds.append(time.perf_counter() - t0)
+        cpus.append(cpu_seconds() - cpu)
     if not np.isfinite(out).all():
         yield {"status": "error", "reason": "non-finite forecast"}
         return
     row = {"status": "ok", "reason": f"batch of {batch}: not finished within the time limit",
            "load_seconds": load_seconds, "seconds_per_sample": statistics.median(seconds) if seconds else None,
+           "cpu_seconds_per_sample": statistics.median(cpus) if cpus else None,
            "batch": batch, "fit_seconds": fit_seconds, "fit_cpu_seconds": fit_cpu, "load_cpu_seconds": load_cpu}
     marker = random_weights_marker(options.get("weights"))
     if marker is not None:

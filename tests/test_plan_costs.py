@@ -65,6 +65,17 @@ def test_a_cell_s_estimate_is_the_rate_times_its_series_plus_one_fit():
     assert cell_cost("f", "48/24", None, rates, False).cpu is None  # a task that cannot count: unknown, never a guess
 
 
+def test_a_call_s_fixed_cost_comes_from_the_single_sample_and_the_batch():
+    # one sample per call 1.0 s, 32 per call 0.1 s each (3.2 s): 3.2 = a + 32 b and 1.0 = a + b
+    call, per = costs.affine(1.0, 0.1, 32)
+    assert call == pytest.approx(1.0 - 2.2 / 31) and per == pytest.approx(2.2 / 31)
+    assert costs.affine(None, 0.1, 32) == (0.0, 0.1) and costs.affine(0.05, 0.1, 32) == (0.0, 0.1)  # no fixed cost
+    rates = {("m", "trained", "48/24", "cpu"): Rate(per, 0.0, "trained", "48/24", "cpu", call_seconds=call)}
+    few, many = (cell_cost("m", "48/24", n, rates, False, calls=1).cpu for n in (1, 32))
+    assert few == pytest.approx(1.0) and many == pytest.approx(3.2)  # a call of one costs far more than 1/32 of 32
+    assert cell_cost("m", "48/24", 64, rates, False, calls=2).cpu == pytest.approx(6.4)
+
+
 def test_a_fit_column_is_read_and_an_old_file_without_it_reads_as_no_fit(tmp_path):
     old = tmp_path / "old.csv"
     old.write_text("model,weights,status,seconds_per_sample,seconds_per_sample_batched,load_seconds,setting,channels,"
@@ -81,14 +92,17 @@ def test_a_fit_column_is_read_and_an_old_file_without_it_reads_as_no_fit(tmp_pat
 def test_cpu_seconds_are_preferred_and_a_wall_clock_row_says_so(tmp_path):
     table = tmp_path / "t.csv"
     table.write_text("model,weights,status,seconds_per_sample,seconds_per_sample_batched,load_seconds,setting,channels,"
-                     "device,fit_seconds,cpu_seconds_per_sample_batched,fit_cpu_seconds\n"
-                     "c,trained,ok,0.5,0.4,1.0,48/24,1,cpu,9.0,0.1,3.0\n"
-                     "w,trained,ok,0.5,0.4,1.0,48/24,1,cpu,9.0,,\n")
+                     "device,fit_seconds,cpu_seconds_per_sample_batched,fit_cpu_seconds,cpu_seconds_per_sample,batch\n"
+                     "c,trained,ok,0.5,0.4,1.0,48/24,1,cpu,9.0,0.1,3.0,,32\n"
+                     "w,trained,ok,0.5,0.4,1.0,48/24,1,cpu,9.0,,,,32\n"
+                     "a,trained,ok,0.5,0.4,1.0,48/24,2,cpu,,0.1,,1.0,32\n")
     rates = read_calibration((table,))
     cpu, wall = rates[("c", "trained", "48/24", "cpu")], rates[("w", "trained", "48/24", "cpu")]
     assert (cpu.seconds_per_sample, cpu.fit_seconds, cpu.clock) == (0.1, 3.0, "cpu")  # a busy machine's wall is not
     assert (wall.seconds_per_sample, wall.fit_seconds, wall.clock) == (0.4, 9.0, "wall")
     assert "wall clock" in wall.describe("48/24") and "wall clock" not in cpu.describe("48/24")
+    both = rates[("a", "trained", "48/24", "cpu")]  # single and batched CPU: a fixed cost per call, the rest per series
+    assert both.call_seconds == pytest.approx(1.0 - 2.2 / 31) and both.seconds_per_sample == pytest.approx(1.1 / 31)
 
 
 def test_the_plan_total_is_the_sum_of_its_cells_and_doubles_with_the_cells(monkeypatch, tmp_path):

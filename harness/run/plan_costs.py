@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.records.store import RecordStore
-from harness.run.costs import (cell_cost, cell_samples, load_seconds, median_seconds, random_weights,
+from harness.run.costs import (cell_cost, cell_work, load_seconds, median_seconds, random_weights,
                                read_calibration)
 from harness.registry.versions import task_version
 from harness.run.runner import RunConfig, plan, row_is_current
@@ -37,7 +37,7 @@ def estimate_plan(config: RunConfig, started: float | None = None) -> dict[str, 
     measured = median_seconds((r["model"], r["setting"], float(r["seconds"])) for r in rows_in_out.values()
                               if r["task"] == config.task and r["status"] == "ok" and r["seconds"])
     rates = read_calibration()
-    samples = cell_samples((cell for cell, _ in cells), loaded)
+    work = cell_work((cell for cell, _ in cells), loaded)
     revisions = {m: identity.get("revision", 1) for m, identity in summary.identities.items()}
     version = task_version(config.task_object)
     groups: dict[tuple[str, str], dict[str, Any]] = {}
@@ -53,9 +53,9 @@ def estimate_plan(config: RunConfig, started: float | None = None) -> dict[str, 
             g["cached"] += 1
             continue
         g["to_run"] += 1
-        n = samples[cell]
+        n, calls = work[cell] or (None, 0)
         g["samples"] = None if n is None or g["samples"] is None else g["samples"] + n
-        cost = cell_cost(cell.model, cell.setting, n, rates, randoms[cell.model], measured)
+        cost = cell_cost(cell.model, cell.setting, n, rates, randoms[cell.model], measured, calls)
         g["sources"].add(cost.source)
         g["cpu_seconds"] = None if cost.cpu is None or g["cpu_seconds"] is None else g["cpu_seconds"] + cost.cpu
         g["gpu_seconds"] = None if cost.gpu is None or g["gpu_seconds"] is None else g["gpu_seconds"] + cost.gpu
