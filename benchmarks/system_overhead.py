@@ -28,7 +28,8 @@ its published size, where the batch is what a run pays). A model trained in ever
 the adapted entries) is first fitted on the cohort's first fold as a run fits it (``fit_seconds``; only with
 ``--inputs cohort``): ``harness plan`` charges that fit once per cell. The load, the single samples, the batch and the fit
 are also timed in CPU seconds (``load_cpu_seconds``, ``cpu_seconds_per_sample``, ``cpu_seconds_per_sample_batched``,
-``fit_cpu_seconds``: the child's and its workers'), which a busy machine hardly inflates: ``harness plan`` prefers them. Every finished row is appended to
+``fit_cpu_seconds``: the child's and its workers'; ``warmup_cpu_seconds``: the first forecast, which a run's process
+pays once per model too), which a busy machine hardly inflates: ``harness plan`` prefers them. Every finished row is appended to
 ``--out`` at once (a rerun skips the rows already there, unless ``--rerun``). Each row records
 the load average before and after (``uptime``), the machine and the date: on a busy machine compare rows
 as ratios. ``python -m harness report`` renders the table beside the paper's numbers.
@@ -68,7 +69,7 @@ COLUMNS = ("model", "weights", "status", "reason", "parameters", "active_paramet
            "seconds_per_sample", "batch", "seconds_per_sample_batched", "peak_rss_gib", "peak_gpu_gib", "device",
            "threads", "setting", "channels", "repeats", "load_before", "load_after", "machine", "torch", "measured_at",
            "fit_seconds", "cpu_seconds_per_sample_batched", "fit_cpu_seconds", "load_cpu_seconds",
-           "cpu_seconds_per_sample")
+           "cpu_seconds_per_sample", "warmup_cpu_seconds")
 STAGED = {"SOTER_BENCH_TIMEMOE_CODE": "time-moe", "SOTER_BENCH_MIRA_CODE": "mira",
           "SOTER_BENCH_TIMER_CODE": "timer-sktime-fork/sktime/libs/timer",
           "SOTER_BENCH_SUNDIAL_CODE": "sundial-sktime-fork/sktime/libs/sundial",
@@ -189,7 +190,9 @@ def measure_one(name: str, weights_kind: str, context: int, horizon: int, channe
         return SeriesBatch(values=values, timestamps=times), query
 
     one, query = sample(1)
-    out = forecast(model, one, query)  # warm-up: compilation, caches, lazy imports
+    cpu = cpu_seconds()
+    out = forecast(model, one, query)  # warm-up: compilation, caches, lazy imports (once per process in a run too)
+    warmup_cpu = cpu_seconds() - cpu
     seconds, cpus = [], []
     for _ in range(repeats):  # none with --repeats 0: a slow model's batch alone (its single latency is not the rate)
         t0, cpu = time.perf_counter(), cpu_seconds()
@@ -201,7 +204,7 @@ def measure_one(name: str, weights_kind: str, context: int, horizon: int, channe
         return
     row = {"status": "ok", "reason": f"batch of {batch}: not finished within the time limit",
            "load_seconds": load_seconds, "seconds_per_sample": statistics.median(seconds) if seconds else None,
-           "cpu_seconds_per_sample": statistics.median(cpus) if cpus else None,
+           "cpu_seconds_per_sample": statistics.median(cpus) if cpus else None, "warmup_cpu_seconds": warmup_cpu,
            "batch": batch, "fit_seconds": fit_seconds, "fit_cpu_seconds": fit_cpu, "load_cpu_seconds": load_cpu}
     marker = random_weights_marker(options.get("weights"))
     if marker is not None:

@@ -92,10 +92,11 @@ def test_a_fit_column_is_read_and_an_old_file_without_it_reads_as_no_fit(tmp_pat
 def test_cpu_seconds_are_preferred_and_a_wall_clock_row_says_so(tmp_path):
     table = tmp_path / "t.csv"
     table.write_text("model,weights,status,seconds_per_sample,seconds_per_sample_batched,load_seconds,setting,channels,"
-                     "device,fit_seconds,cpu_seconds_per_sample_batched,fit_cpu_seconds,cpu_seconds_per_sample,batch\n"
-                     "c,trained,ok,0.5,0.4,1.0,48/24,1,cpu,9.0,0.1,3.0,,32\n"
-                     "w,trained,ok,0.5,0.4,1.0,48/24,1,cpu,9.0,,,,32\n"
-                     "a,trained,ok,0.5,0.4,1.0,48/24,2,cpu,,0.1,,1.0,32\n")
+                     "device,fit_seconds,cpu_seconds_per_sample_batched,fit_cpu_seconds,cpu_seconds_per_sample,batch,"
+                     "load_cpu_seconds,warmup_cpu_seconds\n"
+                     "c,trained,ok,0.5,0.4,1.0,48/24,1,cpu,9.0,0.1,3.0,,32,0.5,\n"
+                     "w,trained,ok,0.5,0.4,1.0,48/24,1,cpu,9.0,,,,32,0.5,7.0\n"
+                     "a,trained,ok,0.5,0.4,1.0,48/24,2,cpu,,0.1,,1.0,32,0.5,2.5\n")
     rates = read_calibration((table,))
     cpu, wall = rates[("c", "trained", "48/24", "cpu")], rates[("w", "trained", "48/24", "cpu")]
     assert (cpu.seconds_per_sample, cpu.fit_seconds, cpu.clock) == (0.1, 3.0, "cpu")  # a busy machine's wall is not
@@ -103,6 +104,8 @@ def test_cpu_seconds_are_preferred_and_a_wall_clock_row_says_so(tmp_path):
     assert "wall clock" in wall.describe("48/24") and "wall clock" not in cpu.describe("48/24")
     both = rates[("a", "trained", "48/24", "cpu")]  # single and batched CPU: a fixed cost per call, the rest per series
     assert both.call_seconds == pytest.approx(1.0 - 2.2 / 31) and both.seconds_per_sample == pytest.approx(1.1 / 31)
+    # a process pays the load and its first forecast's set-up beyond a call (2.5 - 1.0) once; a wall row: its load
+    assert (cpu.load_seconds, both.load_seconds, wall.load_seconds) == (0.5, 2.0, 1.0)
 
 
 def test_the_plan_total_is_the_sum_of_its_cells_and_doubles_with_the_cells(monkeypatch, tmp_path):
@@ -133,6 +136,7 @@ def test_the_benchmark_fits_a_model_trained_per_cell_on_the_cohort_and_refuses_r
     rows = list(bench.measure_one("ridge", "trained", 48, 24, 1, 2, 1, "cpu", inputs="cohort"))
     assert rows[-1]["status"] == "ok" and rows[-1]["fit_seconds"] > 0 and rows[-1]["seconds_per_sample_batched"] > 0
     assert rows[-1]["fit_cpu_seconds"] > 0 and rows[-1]["cpu_seconds_per_sample_batched"] > 0
+    assert rows[-1]["cpu_seconds_per_sample"] > 0 and rows[-1]["warmup_cpu_seconds"] > 0
     rows = list(bench.measure_one("ridge", "trained", 48, 24, 1, 2, 1, "cpu"))
     assert rows == [{"status": "not measured", "reason": "ridge is trained per fold: measure it with --inputs cohort"}]
     rows = list(bench.measure_one("last-value", "trained", 48, 24, 1, 2, 0, "cpu"))  # --repeats 0: the batch alone

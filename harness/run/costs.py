@@ -36,7 +36,8 @@ CALIBRATION: tuple[Path, ...] = (REPO / "results" / "benchmarks" / "system_overh
 
 @dataclass(frozen=True)
 class Rate:
-    """One calibration row: a model's seconds per one-channel sample on one device, and its load time."""
+    """One calibration row: a model's seconds per one-channel sample on one device, and its load time (with its first
+    forecast's set-up beyond a call's cost, where measured: a process pays both once)."""
 
     seconds_per_sample: float
     load_seconds: float
@@ -88,6 +89,9 @@ def _read_rates(path: Path, rates: dict[tuple[str, str, str, str], Rate]) -> Non
             if row.get("status") != "ok" or per is None:
                 continue
             load = (_number(row.get("load_cpu_seconds")) if cpu else None) or _number(row.get("load_seconds")) or 0.0
+            if cpu:  # the first forecast's compilation and lazy set-up, beyond a call's own cost: once per process
+                load += max(0.0, (_number(row.get("warmup_cpu_seconds")) or 0.0)
+                            - (_number(row.get("cpu_seconds_per_sample")) or 0.0))
             fit = (_number(row.get("fit_cpu_seconds")) if cpu else None) or _number(row.get("fit_seconds")) or 0.0
             call, per = affine(_number(row.get("cpu_seconds_per_sample")), cpu, _number(row.get("batch"))) if cpu \
                 else (0.0, per)
