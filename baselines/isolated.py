@@ -307,6 +307,14 @@ class WorkerModel(Model):
         reply = self._worker.request({"op": "load", "weights": weights, "options": {"seed": seed, **(options or {})}})
         self._info = {"name": name, **(info or {}), **reply.get("info", {})}
 
+    @property
+    def batch_tolerance(self) -> tuple[float, float] | None:
+        """(rtol, atol) within which a row may differ with its batch companions: what the worker declares in its load
+        info (a worker that forecasts many rows per call draws each row's paths as alone, but the batch's float32
+        arithmetic rounds differently), else None: exact."""
+        declared = self._info.get("batch_tolerance")
+        return None if declared is None else (float(declared[0]), float(declared[1]))
+
     def _forecast(self, batch: SeriesBatch, query_times: np.ndarray) -> np.ndarray:
         return self._request_forecast(batch, query_times, None)[0]
 

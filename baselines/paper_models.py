@@ -41,7 +41,7 @@ _IN_440 = {"env": "transformers440"}
 def RemoteCodeForecaster(card: str, weights: str | None = None, trust_remote_code: bool = False, device: str = "cpu",
                          seed: int = 0, output: str = "append", normalise: bool = True, num_samples: int = 20,
                          generate_kwargs: dict | None = None, span: int = 64, terminal_ode: bool = False,
-                         env: str | None = None) -> WorkerModel:
+                         env: str | None = None, sample_layout: str | None = None, batch: int = 32) -> WorkerModel:
     """An ``AutoModelForCausalLM`` checkpoint with its own code, served by ``baselines/workers/remote_code_worker.py``.
 
     Per channel. Only with ``--trust-remote-code NAME`` (the flag comes first, then the weights, then the
@@ -52,7 +52,9 @@ def RemoteCodeForecaster(card: str, weights: str | None = None, trust_remote_cod
     empirical quantiles are the quantile forecasts: Sundial, Aurora) or ``"mira"`` (MIRA's own
     step-by-step loop on values and timestamps); ``normalise`` standardises each context (mean/std over
     the context) before the call and undoes it after, as the model cards do; ``span``: steps generated
-    per call (then cut to H), so that a step's forecast does not depend on the horizon asked for.
+    per call (then cut to H), so that a step's forecast does not depend on the horizon asked for;
+    ``sample_layout`` ``"sample-major"`` (Sundial): rows are sampled ``batch`` per call, each from its own
+    random stream (the rows equal one-at-a-time's); None: one row per call.
     """
     c: Card = CARDS[card]
     if not trust_remote_code:
@@ -60,7 +62,8 @@ def RemoteCodeForecaster(card: str, weights: str | None = None, trust_remote_cod
     source = resolve_weights(c, weights)
     python, info = (sys.executable, {"environment": "this one"}) if env is None else _environment(env)
     options = {"device": device, "output": output, "normalise": normalise, "num_samples": num_samples,
-               "generate_kwargs": dict(generate_kwargs or {}), "span": span, "terminal_ode": terminal_ode}
+               "generate_kwargs": dict(generate_kwargs or {}), "span": span, "terminal_ode": terminal_ode,
+               **({"sample_layout": sample_layout, "batch": batch} if sample_layout else {})}
     return WorkerModel(c.name, c.capabilities, python, WORKERS_DIR / "remote_code_worker.py", weights=source, seed=seed,
                        options=options, info={**info, "weights": source})
 
@@ -94,7 +97,7 @@ for card in (
     Card("sundial-base", "Sundial-Base", "128.3M", "thuml/sundial-base-128m", source="Hugging Face",
          licence="Apache-2.0 (weights)", requires=(), extra=None, files=_REMOTE_FILES,
          remote_code=True, capabilities=Capabilities(multivariate=False, min_context=16, quantiles=True),
-         native_horizon=720, options={**_IN_440, "output": "samples"},
+         native_horizon=720, options={**_IN_440, "output": "samples", "sample_layout": "sample-major"},
          notes="generative (flow matching): mean of 20 seeded samples; quantiles from the same samples; "
                + _TRANSFORMERS_440),
     Card("timemoe-base", "TimeMoE-Base", "113.3M", "Maple728/TimeMoE-50M", source="Hugging Face",

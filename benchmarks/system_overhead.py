@@ -3,7 +3,8 @@
 Usage (from the repository root; OMP_NUM_THREADS=1 keeps torch from oversubscribing a busy machine)::
 
     python benchmarks/system_overhead.py [--models NAME ...] [--setting 128/64] [--channels 1] [--batch 32]
-        [--repeats 3] [--threads 2] [--device cpu|cuda] [--max-seconds 600] [--max-memory-gib 10]
+        [--repeats 3] [--threads 2] [--device cpu|cuda] [--inputs random-walk|cohort] [--max-seconds 600]
+        [--max-memory-gib 10]
         [--out results/benchmarks/system_overhead.csv (where `harness report` looks by default)] [--rerun]
 
 Default models: every paper model at its published size (:data:`PAPER_MODELS`), built with RANDOM weights
@@ -21,8 +22,15 @@ latency) and one forecast of ``--batch`` samples (``seconds_per_sample_batched``
 sample is one window of ``--channels`` random-walk channels through the harness interface (per-channel
 models see one series per channel). A model past ``--max-seconds`` or ``--max-memory-gib`` is stopped and
 gets a ``not measured`` row saying so (one stopped during its batch keeps its single-sample latency: an ``ok``
-row whose reason names the unfinished batch); so does one that cannot run here (the reason). Every finished row is
-appended to ``--out`` at once (a rerun skips the rows already there, unless ``--rerun``). Each row records
+row whose reason names the unfinished batch); so does one that cannot run here (the reason). ``--repeats 0``
+times the batch alone (for a model whose single-sample latency takes minutes: SOTER's autoregressive rollout at
+its published size, where the batch is what a run pays). A model trained in every cell (the supervised baselines,
+the adapted entries) is first fitted on the cohort's first fold as a run fits it (``fit_seconds``; only with
+``--inputs cohort``): ``harness plan`` charges that fit once per cell. The load, the single samples, the batch and the fit
+are also timed in CPU seconds (``load_cpu_seconds``, ``cpu_seconds_per_sample``, ``cpu_seconds_per_sample_batched``,
+``fit_cpu_seconds``: the child's and its workers'; ``warmup_cpu_seconds``: the first forecast, which a run's process
+pays once per model too), which a busy machine hardly inflates: ``harness plan`` prefers them. Every finished row is appended to
+``--out`` at once (a rerun skips the rows already there, unless ``--rerun``). Each row records
 the load average before and after (``uptime``), the machine and the date: on a busy machine compare rows
 as ratios. ``python -m harness report`` renders the table beside the paper's numbers.
 """
@@ -59,7 +67,9 @@ TRAINED_MODELS = ("soter", "last-value", "seasonal-naive", "auto-ets", "auto-the
 REMOTE_CODE = ("timer-base", "sundial-base", "timemoe-base", "timemoe-large", "mira-large", "aurora")
 COLUMNS = ("model", "weights", "status", "reason", "parameters", "active_parameters", "load_seconds",
            "seconds_per_sample", "batch", "seconds_per_sample_batched", "peak_rss_gib", "peak_gpu_gib", "device",
-           "threads", "setting", "channels", "repeats", "load_before", "load_after", "machine", "torch", "measured_at")
+           "threads", "setting", "channels", "repeats", "load_before", "load_after", "machine", "torch", "measured_at",
+           "fit_seconds", "cpu_seconds_per_sample_batched", "fit_cpu_seconds", "load_cpu_seconds",
+           "cpu_seconds_per_sample", "warmup_cpu_seconds")
 STAGED = {"SOTER_BENCH_TIMEMOE_CODE": "time-moe", "SOTER_BENCH_MIRA_CODE": "mira",
           "SOTER_BENCH_TIMER_CODE": "timer-sktime-fork/sktime/libs/timer",
           "SOTER_BENCH_SUNDIAL_CODE": "sundial-sktime-fork/sktime/libs/sundial",
@@ -79,21 +89,54 @@ def machine() -> str:
 
 # ------------------------------------------------------------------------------------------- the child
 
-def cohort_windows(context: int, horizon: int, channels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``--inputs cohort``: the embedded cohort's test windows of its first LOSO fold in this setting, MinMax-normalised
-    on the training subjects as a run normalises them (values [N, channels, context], context and target times):
-    what a model sees in a run, so that adaptive models (SOTER's ODE solver) take the steps they take there."""
+def _cohort_fold(context: int, horizon: int):
+    """The embedded cohort, its first LOSO fold, the setting and its spec: what a run's first cell works on."""
     from protocols.datasets import load_dataset
-    from protocols.forecasting import fold_windows
     from protocols.specs import ForecastingSpec, Setting
     from protocols.splits import loso_folds
 
     dataset = load_dataset("synthetic-cohort")
     setting = Setting(context, horizon)
-    arrays, _ = fold_windows(dataset, loso_folds(dataset)[0], setting, ForecastingSpec(settings=(setting,)))
+    return dataset, loso_folds(dataset)[0], setting, ForecastingSpec(settings=(setting,))
+
+
+def cohort_windows(context: int, horizon: int, channels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``--inputs cohort``: the embedded cohort's test windows of its first LOSO fold in this setting, MinMax-normalised
+    on the training subjects as a run normalises them (values [N, channels, context], context and target times):
+    what a model sees in a run, so that adaptive models (SOTER's ODE solver) take the steps they take there."""
+    from protocols.forecasting import fold_windows
+
+    dataset, fold, setting, spec = _cohort_fold(context, horizon)
+    arrays, _ = fold_windows(dataset, fold, setting, spec)
     if arrays.context.shape[1] < channels:
         raise ValueError(f"--channels {channels}: the cohort has {arrays.context.shape[1]} channels")
     return arrays.context[:, :channels], arrays.context_times, arrays.target_times
+
+
+def cpu_seconds() -> float:
+    """CPU seconds this process and the processes it started (an isolated model's worker) have used so far: on a
+    machine shared with other jobs a forecast's wall time grows with the load, its CPU time hardly."""
+    import psutil
+
+    total = time.process_time()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def cohort_fit_seconds(model, context: int, horizon: int) -> tuple[float, float]:
+    """A model trained per fold (``capabilities.fit``: the supervised baselines, the adapted entries) fitted once on
+    the cohort's first fold as a run fits it in each cell (the same training series, seed 0): (wall, CPU) seconds."""
+    from protocols.forecasting import fit_for_fold
+
+    dataset, fold, setting, spec = _cohort_fold(context, horizon)
+    started, cpu = time.perf_counter(), cpu_seconds()
+    fit_for_fold(model, dataset, fold, setting, spec)
+    return time.perf_counter() - started, cpu_seconds() - cpu
 
 
 def measure_one(name: str, weights_kind: str, context: int, horizon: int, channels: int, batch: int, repeats: int,
@@ -125,9 +168,15 @@ def measure_one(name: str, weights_kind: str, context: int, horizon: int, channe
     if reason is not None:
         yield {"status": "not measured", "reason": str(reason)}
         return
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), cpu_seconds()
     model = spec.load(**options)
-    load_seconds = time.perf_counter() - started
+    load_seconds, load_cpu = time.perf_counter() - started, cpu_seconds() - cpu
+    fit_seconds = fit_cpu = None
+    if model.capabilities.fit:  # trained in every cell before it forecasts: that time is the cell's too
+        if inputs != "cohort":
+            yield {"status": "not measured", "reason": f"{name} is trained per fold: measure it with --inputs cohort"}
+            return
+        fit_seconds, fit_cpu = cohort_fit_seconds(model, context, horizon)
     rng = np.random.default_rng(0)
     real = cohort_windows(context, horizon, channels) if inputs == "cohort" else None
 
@@ -141,17 +190,22 @@ def measure_one(name: str, weights_kind: str, context: int, horizon: int, channe
         return SeriesBatch(values=values, timestamps=times), query
 
     one, query = sample(1)
-    forecast(model, one, query)  # warm-up: compilation, caches, lazy imports
-    seconds = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+    cpu = cpu_seconds()
+    out = forecast(model, one, query)  # warm-up: compilation, caches, lazy imports (once per process in a run too)
+    warmup_cpu = cpu_seconds() - cpu
+    seconds, cpus = [], []
+    for _ in range(repeats):  # none with --repeats 0: a slow model's batch alone (its single latency is not the rate)
+        t0, cpu = time.perf_counter(), cpu_seconds()
         out = forecast(model, one, query)
         seconds.append(time.perf_counter() - t0)
+        cpus.append(cpu_seconds() - cpu)
     if not np.isfinite(out).all():
         yield {"status": "error", "reason": "non-finite forecast"}
         return
     row = {"status": "ok", "reason": f"batch of {batch}: not finished within the time limit",
-           "load_seconds": load_seconds, "seconds_per_sample": statistics.median(seconds), "batch": batch}
+           "load_seconds": load_seconds, "seconds_per_sample": statistics.median(seconds) if seconds else None,
+           "cpu_seconds_per_sample": statistics.median(cpus) if cpus else None, "warmup_cpu_seconds": warmup_cpu,
+           "batch": batch, "fit_seconds": fit_seconds, "fit_cpu_seconds": fit_cpu, "load_cpu_seconds": load_cpu}
     marker = random_weights_marker(options.get("weights"))
     if marker is not None:
         row.update(parameters=marker.get("parameters"), active_parameters=marker.get("active_parameters"))
@@ -159,9 +213,10 @@ def measure_one(name: str, weights_kind: str, context: int, horizon: int, channe
         row.update(zip(("parameters", "active_parameters"), _count(model)))
     yield dict(row)
     many, query = sample(batch)
-    t0 = time.perf_counter()
+    t0, cpu = time.perf_counter(), cpu_seconds()
     forecast(model, many, query)
-    row.update(reason="", seconds_per_sample_batched=(time.perf_counter() - t0) / batch)
+    row.update(reason="", seconds_per_sample_batched=(time.perf_counter() - t0) / batch,
+               cpu_seconds_per_sample_batched=(cpu_seconds() - cpu) / batch)
     if device.startswith("cuda") and torch.cuda.is_available():
         row["peak_gpu_gib"] = torch.cuda.max_memory_allocated() / 2**30
     yield row
@@ -283,6 +338,16 @@ def _append(out: Path, row: dict) -> None:
 
     out.parent.mkdir(parents=True, exist_ok=True)
     new = not out.exists()
+    if not new:
+        with open(out, newline="") as handle:
+            header = next(csv.reader(handle), [])
+        if header != list(COLUMNS):  # a table written before a column was added: rewritten with it (empty)
+            with open(out, newline="") as handle:
+                old = list(csv.DictReader(handle))
+            with open(out, "w", newline="") as handle:
+                writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+                writer.writeheader()
+                writer.writerows(old)
     with open(out, "a", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
         if new:
@@ -304,7 +369,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="random-walk series (default), or the embedded cohort's normalised test windows as a run feeds "
                         "them (for `harness plan`'s calibration: results/benchmarks/cell_costs.csv)")
     p.add_argument("--batch", type=int, default=32, help="samples in the batched measurement")
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=3,
+                   help="single-sample forecasts timed (0: none, the batch only, for a model whose single latency "
+                        "takes minutes)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--device", default="cpu")
     p.add_argument("--max-seconds", type=float, default=600.0)
@@ -354,7 +421,8 @@ def main(argv: list[str] | None = None) -> int:
                        timespec="seconds"))
         _append(args.out, row)
         print(f"{name} ({kind}): {row['status']} in {time.perf_counter() - started:.0f} s; "
-              + (f"{row.get('seconds_per_sample', 0):.3f} s/sample, {row.get('peak_rss_gib', 0):.2f} GiB"
+              + (f"{row.get('seconds_per_sample') or 0:.3f} s/sample, "
+                 f"{row.get('seconds_per_sample_batched') or 0:.3f} s/sample batched, {row.get('peak_rss_gib', 0):.2f} GiB"
                  if row["status"] == "ok" else row.get("reason", "")), flush=True)
     print(f"table: {args.out}")
     return 0

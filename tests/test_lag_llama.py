@@ -38,7 +38,9 @@ FAKE = {
     "gluonts/torch/modules/loss.py": "class NegativeLogLikelihood:\n    def __init__(self):\n        self.beta = 0.0\n",
     # imitates LagLlamaEstimator's API: create_lightning_module / create_transformation / create_predictor,
     # predictor.predict(entries) -> forecasts with .samples [num_parallel_samples, prediction_length],
-    # drawn step by step (as Lag-Llama's autoregressive sampling); the loaded weight scales the level
+    # drawn step by step (as Lag-Llama's autoregressive sampling) for batch_size entries at a time, each
+    # entry's paths one block of num_parallel_samples rows (Lag-Llama's repeat_interleave), a StudentT
+    # draw per step over the whole batch; the loaded weight scales the level
     "lag_llama/gluon/estimator.py": '''
         import numpy as np
         import torch
@@ -49,8 +51,9 @@ FAKE = {
             def __init__(self, prediction_length, context_length=None, input_size=1, n_layer=1, n_embd_per_head=32,
                          n_head=4, scaling="mean", time_feat=False, rope_scaling=None, batch_size=32,
                          num_parallel_samples=100, device=None, **kwargs):
-                assert input_size == 1 and batch_size == 1 and not kwargs
+                assert input_size == 1 and batch_size >= 1 and not kwargs
                 self.prediction_length, self.context_length = prediction_length, context_length
+                self.batch_size = batch_size
                 self.num_parallel_samples, self.rope_scaling = num_parallel_samples, rope_scaling
                 self.lags_seq = [0, 1, 6]
 
@@ -77,16 +80,24 @@ FAKE = {
                 self.estimator, self.module = estimator, module
 
             def predict(self, dataset):
-                for entry in dataset:
-                    y = np.asarray(entry["target"], dtype=float)
-                    assert entry["start"] is not None and y.ndim == 1
-                    last = y[~np.isnan(y)][-1]
-                    s, p = self.estimator.num_parallel_samples, self.estimator.prediction_length
-                    paths, level = [], np.full(s, last * float(self.module.level))
+                dataset = list(dataset)
+                s, p = self.estimator.num_parallel_samples, self.estimator.prediction_length
+                for a in range(0, len(dataset), self.estimator.batch_size):
+                    entries = dataset[a:a + self.estimator.batch_size]
+                    lasts = []
+                    for entry in entries:
+                        y = np.asarray(entry["target"], dtype=float)
+                        assert entry["start"] is not None and y.ndim == 1
+                        lasts.append(y[~np.isnan(y)][-1])
+                    level = torch.tensor(lasts).repeat_interleave(s) * float(self.module.level)
+                    paths = []
                     for _ in range(p):
-                        level = level + 0.1 * torch.randn(s).numpy()
-                        paths.append(level)
-                    yield Forecast(np.stack(paths, axis=1))
+                        step = torch.distributions.StudentT(torch.full_like(level, 5.0)).sample()
+                        level = level + 0.1 * step + 0.01 * torch.randn(level.shape[0])
+                        paths.append(level.numpy())
+                    paths = np.stack(paths, axis=1)
+                    for k in range(len(entries)):
+                        yield Forecast(paths[k * s:(k + 1) * s])
     ''',
 }
 
@@ -236,6 +247,22 @@ def test_the_worker_forecasts_the_median_of_seeded_samples_per_channel(fake_code
     single = interface.forecast(model, SeriesBatch(batch.values[2:, 1:], batch.timestamps[2:]), _queries(batch, 5)[2:])
     np.testing.assert_allclose(single[0, 0], out[2, 1], atol=1e-6)
     model.close()
+
+
+def test_series_batched_in_one_call_draw_exactly_what_each_draws_alone(fake_code):
+    # the fake draws a StudentT step (normal and gamma draws) and a normal per step over the whole batch, as
+    # Lag-Llama does: each series' block of paths must still be the one it draws predicted on its own
+    batch = _series(5, 3, 40)
+    q = _queries(batch, 7)
+    alone = lag_llama_model(fake_code, batch=1)
+    together = lag_llama_model(fake_code, batch=4)  # 15 series: calls of 4, 4, 4 and 3
+    assert together.describe()["series_per_call"] == 4 and alone.describe()["series_per_call"] == 1
+    point_alone, quant_alone = interface.forecast_quantiles(alone, batch, q)
+    point, quant = interface.forecast_quantiles(together, batch, q)
+    np.testing.assert_array_equal(point, point_alone)
+    np.testing.assert_array_equal(quant, quant_alone)
+    alone.close()
+    together.close()
 
 
 def test_unobserved_points_reach_lag_llama_as_nan(fake_code):

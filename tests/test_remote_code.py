@@ -137,7 +137,7 @@ def sampling_snapshot(tmp_path_factory):
 def test_a_sampling_model_gives_quantiles_of_the_same_samples_and_an_unchanged_point(sampling_snapshot):
     from protocols.interface import QUANTILE_LEVELS, forecast_quantiles
 
-    model = _here("sundial-base").load(weights=str(sampling_snapshot), trust_remote_code=True)
+    model = _here("sundial-base", sample_layout=None).load(weights=str(sampling_snapshot), trust_remote_code=True)
     assert model.capabilities.quantiles
     rng = np.random.default_rng(0)
     batch = SeriesBatch(values=rng.normal(size=(3, 2, 40)).cumsum(axis=2), timestamps=np.tile(np.arange(40.0), (3, 1)))
@@ -151,6 +151,37 @@ def test_a_sampling_model_gives_quantiles_of_the_same_samples_and_an_unchanged_p
     assert ((point >= quant[..., 0]) & (point <= quant[..., -1])).mean() > 0.9
     again = forecast_quantiles(model, batch, q)[1]
     np.testing.assert_array_equal(again, quant)  # the same draws on every call
+
+
+# standing in for Sundial's flow-matching head: each row repeated sample-major (z.repeat(S, 1)), one noise draw over
+# every row and sample, a few refinement steps, reshaped to [N, S, n] (sktime's sundial flow_loss.sample)
+SUNDIAL_LIKE = SAMPLING.replace("FakeSamplingConfig", "FakeFlowConfig").replace("FakeSampler", "FakeFlow").replace(
+    '"fake_sampler"', '"fake_flow"').replace(
+    """        return path[:, None, :] + 0.1 * torch.randn(1, num_samples, 1)""",
+    """        z = inputs[:, -1:].repeat(num_samples, 1)
+        noise = torch.randn(z.shape[0], max_new_tokens, dtype=inputs.dtype)
+        x = noise
+        for _ in range(3):
+            x = x + 0.3 * (torch.tanh(x + z) - noise)
+        x = x.reshape(num_samples, -1, max_new_tokens).transpose(0, 1)  # [N, S, n]
+        return torch.cat([path[:, None, :inputs.shape[1]].expand(-1, num_samples, -1),
+                          path[:, None, inputs.shape[1]:] + 0.1 * x], dim=2)""")
+
+
+def test_rows_sampled_together_draw_exactly_what_each_draws_alone(tmp_path):
+    from protocols.interface import forecast_quantiles
+
+    folder = _save_snapshot(tmp_path, "modeling_fake_flow", SUNDIAL_LIKE, "FakeFlowConfig", "FakeFlow")
+    alone = _here("sundial-base", batch=1).load(weights=str(folder), trust_remote_code=True)
+    together = _here("sundial-base", batch=4).load(weights=str(folder), trust_remote_code=True)  # calls of 4, 4, 2
+    assert together.describe()["rows_per_call"] == 4 and alone.describe()["rows_per_call"] == 1
+    rng = np.random.default_rng(1)
+    batch = SeriesBatch(values=rng.normal(size=(5, 2, 40)).cumsum(axis=2), timestamps=np.tile(np.arange(40.0), (5, 1)))
+    q = 40.0 + np.arange(6.0)[None, :].repeat(5, axis=0)
+    point, quant = forecast_quantiles(together, batch, q)
+    point_alone, quant_alone = forecast_quantiles(alone, batch, q)
+    np.testing.assert_array_equal(point, point_alone)
+    np.testing.assert_array_equal(quant, quant_alone)
 
 
 def test_a_one_path_model_refuses_quantile_levels(snapshot):

@@ -12,10 +12,12 @@ hyper-parameters); a checkpoint naming anything else is refused with an error, n
 from the checkpoint's hyper-parameters (without ``ckpt_path``, so Lightning never unpickles the file
 itself) and its ``state_dict`` is loaded into it; missing parameters are an error.
 
-Forecast: per channel (``input_size`` 1). Each series (row, channel) is predicted on its own after
-``torch.manual_seed(seed)``: its draws do not depend on which other windows share the batch, and a
-rerun gives the same numbers. Sample paths are always drawn for ``span`` steps (64; a multiple of it
-beyond) and cut to H, so step k's forecast does not depend on the horizon asked for. The point
+Forecast: per channel (``input_size`` 1). Each series (row, channel) draws its sample paths as if predicted
+on its own after ``torch.manual_seed(seed)``: its draws do not depend on which other windows share the batch,
+and a rerun gives the same numbers. Up to ``batch`` series (option, default 32) go through one predictor call,
+their draws split by series (``_protocol.row_streams``: Lag-Llama lays a series' paths out as one block of
+``num_samples`` rows); ``batch`` 1 predicts one series at a time under the global seed. Sample paths are
+always drawn for ``span`` steps (64; a multiple of it beyond) and cut to H, so step k's forecast does not depend on the horizon asked for. The point
 forecast is the median of ``num_samples`` (100) paths; asked quantiles (request arg ``levels``, any
 level) are the empirical quantiles (numpy's linear interpolation) of the same paths. Unobserved
 context points are passed as NaN (gluonts marks them unobserved). The context length is the checkpoint's (32 for the released model)
@@ -33,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from _protocol import asked_levels, sample_quantiles, serve
+from _protocol import BATCHED_ROWS_TOLERANCE, asked_levels, row_streams, sample_quantiles, serve
 
 CHECKPOINT = "lag-llama.ckpt"
 # the only globals the checkpoint's pickle may name beyond torch's weights-only defaults
@@ -109,20 +111,23 @@ def load(weights: str | None, options: dict[str, Any]):
     seed = int(options.get("seed", 0))
     num_samples = int(options.get("num_samples", 100))
     span = int(options.get("span", 64))
+    batch = int(options.get("batch", 32))
+    if batch < 1:
+        raise ValueError(f"batch must be a positive number of series per call, got {batch}")
     freq = str(options.get("freq", "H"))
     anchor = pd.Period("2020-01-01 00:00", freq=freq)  # every window's forecast starts here
     state = ckpt["state_dict"]
-    built: dict[int, Any] = {}
+    built: dict[tuple[int, int], Any] = {}
     report: dict[str, Any] = {}
 
-    def predictor(length: int):
-        if length in built:
-            return built[length]
+    def predictor(length: int, series: int = 1):
+        if (length, series) in built:
+            return built[(length, series)]
         rope = ({"type": "linear", "factor": max(1.0, (context + length) / trained)} if context > trained else None)
         estimator = LagLlamaEstimator(
             prediction_length=length, context_length=context, input_size=int(kw["input_size"]),
             n_layer=int(kw["n_layer"]), n_embd_per_head=int(kw["n_embd_per_head"]), n_head=int(kw["n_head"]),
-            scaling=kw["scaling"], time_feat=bool(kw["time_feat"]), rope_scaling=rope, batch_size=1,
+            scaling=kw["scaling"], time_feat=bool(kw["time_feat"]), rope_scaling=rope, batch_size=series,
             num_parallel_samples=num_samples, device=torch.device("cpu"))
         if "lags_seq" in kw and list(estimator.lags_seq) != [int(v) for v in kw["lags_seq"]]:
             raise ValueError("this Lag-Llama code computes other lags than the checkpoint was trained with")
@@ -132,8 +137,8 @@ def load(weights: str | None, options: dict[str, Any]):
             raise ValueError(f"{CHECKPOINT} lacks {len(missing)} parameters of this code's model, e.g. {missing[:3]}")
         report["unexpected_keys"] = len(unexpected)
         module.eval()
-        built[length] = estimator.create_predictor(estimator.create_transformation(), module)
-        return built[length]
+        built[(length, series)] = estimator.create_predictor(estimator.create_transformation(), module)
+        return built[(length, series)]
 
     def forecast(inputs: dict[str, np.ndarray], args: dict[str, Any]) -> dict[str, np.ndarray]:
         values, observed = inputs["values"], inputs["mask"].astype(bool)
@@ -142,34 +147,39 @@ def load(weights: str | None, options: dict[str, Any]):
         row_seed = int(args.get("seed", seed))
         levels = asked_levels(args)
         drawn = -(-h // span) * span
-        model = predictor(drawn)
         start = anchor - t
-        out = np.empty((b, c, h), np.float32)
-        quantiles = None if levels is None else np.empty((b, c, h, len(levels)), np.float64)
-        for i in range(b):
-            for j in range(c):  # per channel, one series at a time: draws never depend on the batch
-                target = np.where(observed[i, j], values[i, j], np.nan).astype(np.float32)
-                torch.manual_seed(row_seed)
-                with torch.no_grad():
-                    result = next(iter(model.predict([{"start": start, "target": target}])))
+        targets = np.where(observed, values, np.nan).astype(np.float32).reshape(b * c, t)  # series (row, channel)
+        paths = np.empty((b * c, num_samples, drawn), np.float64)
+        for a in range(0, b * c, batch):  # draws never depend on the batch: each series has its own stream
+            group = targets[a:a + batch]
+            entries = [{"start": start, "target": target} for target in group]
+            torch.manual_seed(row_seed)
+            with torch.no_grad(), row_streams(len(group), row_seed):
+                results = list(predictor(drawn, batch).predict(entries))
+            for k, result in enumerate(results):
                 samples = np.asarray(result.samples, dtype=np.float64)  # [S, drawn]
                 if samples.shape != (num_samples, drawn):
                     raise ValueError(f"Lag-Llama returned samples of shape {samples.shape}, "
                                      f"expected {(num_samples, drawn)}")
-                out[i, j] = np.median(samples[:, :h], axis=0)
-                if quantiles is not None:  # from the same paths as the point
-                    quantiles[i, j] = sample_quantiles(samples[:, :h], levels, axis=0)
-        return {"forecast": out} if quantiles is None else {"forecast": out, "quantiles": quantiles}
+                paths[a + k] = samples
+        out = np.median(paths[:, :, :h], axis=1).astype(np.float32).reshape(b, c, h)
+        if levels is None:
+            return {"forecast": out}
+        quantiles = sample_quantiles(paths[:, :, :h], levels, axis=1).reshape(b, c, h, len(levels))
+        return {"forecast": out, "quantiles": quantiles}  # from the same paths as the point
 
-    predictor(span)  # build once now: a wrong checkpoint fails at load, not at the first forecast
+    predictor(span, batch)  # build once now: a wrong checkpoint fails at load, not at the first forecast
     gluonts = importlib.import_module("gluonts")
     info = {"torch": torch.__version__, "gluonts": getattr(gluonts, "__version__", None),
             "lag_llama_code": str(code), "lag_llama_commit": _commit(code), "checkpoint": str(path),
             "context_length": context, "trained_context_length": trained, "num_samples": num_samples, "span": span,
+            "series_per_call": batch,
             "point": f"median of {num_samples} sample paths (per-series seeded)", "freq": freq,
             "quantile_levels": "any", "quantiles": f"empirical quantiles of the same {num_samples} sample paths",
             "checkpoint_loading": "torch.load(weights_only=True), allow-list: " + ", ".join(SAFE_GLOBALS),
             "unexpected_keys": report.get("unexpected_keys")}
+    if batch > 1:
+        info["batch_tolerance"] = BATCHED_ROWS_TOLERANCE
     return {"forecast": forecast}, info
 
 

@@ -4,10 +4,13 @@ Two families (option ``family``):
 
 * ``moirai-moe`` (Moirai-MoE): ``MoiraiMoEForecast`` with patch size 16 (as in uni2ts' examples),
   autoregressive over patches with sampled continuations; the point forecast is the median of
-  ``num_samples`` (100) sample paths. Each sample (row) is forecast on its own, after
+  ``num_samples`` (100) sample paths. Each sample (row) draws as if forecast on its own after
   ``torch.manual_seed(seed)``, so its draws do not depend on which other windows share the batch
-  and a rerun gives the same numbers. Paths are always drawn for ``span`` steps (64; a multiple of
-  it for longer horizons) and cut to H: the random draws' shape, hence step k's forecast, does not
+  and a rerun gives the same numbers: up to ``batch`` rows (option, default 32) go through one call,
+  each row's draws from its own stream (``_protocol.row_streams``; uni2ts lays the rows out behind the
+  sample dimension, and its mixture's first component choice draws all samples per distribution);
+  ``batch`` 1 forecasts one row per call under the global seed. Paths are always drawn for ``span``
+  steps (64; a multiple of it for longer horizons) and cut to H: the random draws' shape, hence step k's forecast, does not
   depend on the horizon asked for (the harness's causal imputation relies on that).
 * ``moirai2`` (Moirai 2.0): ``Moirai2Forecast`` predicts quantiles directly (no sampling); the
   point forecast is the 0.5 quantile. Rows are forecast together. Per channel (C = 1): uni2ts
@@ -29,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from _protocol import asked_levels, native_indices, sample_quantiles, serve
+from _protocol import BATCHED_ROWS_TOLERANCE, asked_levels, native_indices, row_streams, sample_quantiles, serve
 
 
 def load(weights: str | None, options: dict[str, Any]):
@@ -53,6 +56,14 @@ def load(weights: str | None, options: dict[str, Any]):
     patch_size = int(options.get("patch_size", 16))
     num_samples = int(options.get("num_samples", 100))
     span = int(options.get("span", 64))
+    batch = int(options.get("batch", 32))
+    if batch < 1:
+        raise ValueError(f"batch must be a positive number of rows per call, got {batch}")
+
+    def layout(op: str, draws: int | None) -> int:
+        """Draws lead with the sample dimension ([S, rows, ...], later [1, S, rows, ...]); the mixture's first
+        component choice draws S per distribution, the distributions in row blocks."""
+        return 1 if op == "multinomial" and draws is not None and draws > 1 else num_samples
 
     def tensors(values: np.ndarray, observed: np.ndarray):
         """[B, C, T] -> past_target, past_observed_target [B, T, C], past_is_pad [B, T]."""
@@ -86,16 +97,19 @@ def load(weights: str | None, options: dict[str, Any]):
                                   num_samples=num_samples).to(device).eval()
         result = np.empty((b, c, h), np.float32)
         quantiles = None if levels is None else np.empty((b, c, h, len(levels)), np.float64)
-        for i in range(b):  # one row at a time: its sample draws never depend on the other rows
-            torch.manual_seed(int(args.get("seed", seed)))
-            with torch.no_grad():
-                samples = model(*tensors(values[i:i + 1], observed[i:i + 1]))  # [1, S, H] or [1, S, H, C]
-            point = samples.median(dim=1).values[0]
-            result[i] = (point[None, :h] if c == 1 else point[:h].T).float().cpu().numpy()
-            if quantiles is not None:  # the same paths: [S, H] or [S, H, C] -> [C, H, Q]
-                paths = samples[0].float().cpu().numpy()
-                paths = paths[:, None, :h] if c == 1 else paths[:, :h].transpose(0, 2, 1)  # [S, C, H]
-                quantiles[i] = sample_quantiles(paths, levels, axis=0)
+        row_seed = int(args.get("seed", seed))
+        for a in range(0, b, batch):  # a row's sample draws never depend on the other rows
+            g = slice(a, min(a + batch, b))
+            torch.manual_seed(row_seed)
+            with torch.no_grad(), row_streams(g.stop - a, row_seed, outer=layout):
+                group = model(*tensors(values[g], observed[g]))  # [G, S, H] or [G, S, H, C]
+            for i, samples in zip(range(a, g.stop), group):
+                point = samples.median(dim=0).values
+                result[i] = (point[None, :h] if c == 1 else point[:h].T).float().cpu().numpy()
+                if quantiles is not None:  # the same paths: [S, H] or [S, H, C] -> [C, H, Q]
+                    paths = samples.float().cpu().numpy()
+                    paths = paths[:, None, :h] if c == 1 else paths[:, :h].transpose(0, 2, 1)  # [S, C, H]
+                    quantiles[i] = sample_quantiles(paths, levels, axis=0)
         return {"forecast": result} if quantiles is None else {"forecast": result, "quantiles": quantiles}
 
     info = {"uni2ts": uni2ts.__version__, "torch": torch.__version__, "family": family,
@@ -107,6 +121,10 @@ def load(weights: str | None, options: dict[str, Any]):
             "quantiles": ("empirical quantiles of the same %d sample paths" % num_samples) if family == "moirai-moe"
             else "the quantile head's own levels",
             "uni2ts_install": "--no-deps beside torch 2.13 (uni2ts pins torch<2.5); see baselines/envs/moirai.txt"}
+    if family == "moirai-moe":
+        info["rows_per_call"] = batch
+        if batch > 1:
+            info["batch_tolerance"] = BATCHED_ROWS_TOLERANCE
     return {"forecast": forecast}, info
 
 

@@ -15,8 +15,11 @@ carried forward (the first observation backwards) before the call. Three ways to
   forecast only [N, n] (Timer); the last n columns are the forecast. One deterministic path.
 * ``samples``: ``generate(x, max_new_tokens=n, num_samples=S)`` returns [N, S, n] (Sundial, Aurora); the
   point forecast is the sample mean, quantiles (any level) the empirical quantiles of the same samples.
-  Each row is drawn on its own after ``torch.manual_seed(seed)``, so its samples do not depend on which
-  other windows share the batch.
+  Each row draws as if on its own after ``torch.manual_seed(seed)``, so its samples do not depend on which
+  other windows share the batch. A model whose draws lay rows out sample-major (``sample_layout``
+  ``"sample-major"``: Sundial repeats its rows ``num_samples`` times, ``z.repeat(S, 1)``) forecasts up to
+  ``batch`` rows (default 32) per call, each row's draws from its own stream (``_protocol.row_streams``);
+  any other (Aurora: its layout is not known here) one row per call.
 * ``mira``: MIRA's own inference loop (``MIRA/models/mira_inference.py``): one forward pass per step on
   the values so far and their **timestamps** (CT-RoPE), the step's value appended with its query time.
   ``generate`` does not forecast with MIRA's released code (its cached attention fails on shapes).
@@ -36,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from _protocol import asked_levels, carry_forward, sample_quantiles, serve
+from _protocol import BATCHED_ROWS_TOLERANCE, asked_levels, carry_forward, row_streams, sample_quantiles, serve
 
 OUTPUTS = ("append", "samples", "mira")
 
@@ -57,6 +60,12 @@ def load(weights: str | None, options: dict[str, Any]):
     num_samples = int(options.get("num_samples", 20))
     span = int(options.get("span", 64))
     terminal_ode = bool(options.get("terminal_ode", False))
+    layout = options.get("sample_layout")
+    if layout not in (None, "sample-major"):
+        raise ValueError(f"unknown sample_layout {layout!r} (sample-major, or none: one row per call)")
+    batch = int(options.get("batch", 32)) if layout else 1
+    if batch < 1:
+        raise ValueError(f"batch must be a positive number of rows per call, got {batch}")
     kwargs = dict(options.get("generate_kwargs") or {})
     torch.manual_seed(seed)
     transformers.utils.logging.disable_progress_bar()
@@ -77,10 +86,12 @@ def load(weights: str | None, options: dict[str, Any]):
 
     def generate_samples(x: torch.Tensor, n: int) -> np.ndarray:
         rows = []
-        for i in range(len(x)):  # one row at a time: its draws do not depend on the rest of the batch
+        for i in range(0, len(x), batch):  # a row's draws do not depend on the rest of the batch
+            group = x[i:i + batch]
             torch.manual_seed(seed)
-            out = model.generate(x[i:i + 1], max_new_tokens=n, num_samples=num_samples, **kwargs)
-            rows.append(np.asarray(out.float()[:, :, -n:].cpu(), dtype=np.float64)[0])
+            with row_streams(len(group), seed, outer=num_samples):
+                out = model.generate(group, max_new_tokens=n, num_samples=num_samples, **kwargs)
+            rows.extend(np.asarray(out.float()[:, :, -n:].cpu(), dtype=np.float64))
         return np.stack(rows)  # [N, S, n]
 
     def mira_loop(x: torch.Tensor, times: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -130,6 +141,10 @@ def load(weights: str | None, options: dict[str, Any]):
             "span": span if output != "mira" else None, "uses_times": output == "mira"}
     if output == "samples":
         info["quantile_levels"] = "any"
+    if output == "samples" and layout:  # named only where rows are batched, so the others' records stay as they were
+        info["rows_per_call"] = batch
+        if batch > 1:
+            info["batch_tolerance"] = BATCHED_ROWS_TOLERANCE
     if output == "mira":
         info["terminal_ode"] = terminal_ode
     return {"forecast": forecast}, info

@@ -3,7 +3,8 @@
 The cells are the run's own (``runner.plan``, the same flags); a cell is *cached* when ``--out`` holds a
 finished row of it that a run would skip. Costs: :mod:`harness.run.costs` (measured rows in ``--out``, else the
 calibration, else unknown). The setup (loading the data, planning) is not estimated but measured: this command
-does the same work before it can count anything.
+does the same work before it can count anything. Everything is in CPU seconds where measured so (the calibration's
+rows say where only the wall clock was): the wall estimate is that of a machine running nothing else.
 """
 
 from __future__ import annotations
@@ -13,15 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from harness.records.store import RecordStore
-from harness.run.costs import (cell_cost, cell_samples, load_seconds, median_seconds, random_weights,
+from harness.run.costs import (cell_cost, cell_work, load_seconds, median_seconds, random_weights,
                                read_calibration)
 from harness.registry.versions import task_version
 from harness.run.runner import RunConfig, plan, row_is_current
 
 
 def estimate_plan(config: RunConfig, started: float | None = None) -> dict[str, Any]:
-    """The plan as a JSON-ready dict: rows per (model, dataset), per-model load times, totals."""
-    started = time.perf_counter() if started is None else started
+    """The plan as a JSON-ready dict: rows per (model, dataset), per-model load times, totals. ``started``: the
+    command's ``time.process_time()`` at its start (the setup is counted from there)."""
+    started = time.process_time() if started is None else started
     loaded: dict[str, Any] = {}
     cells, summary = plan(config, None, loaded)
     planned_all = len(cells)
@@ -35,7 +37,7 @@ def estimate_plan(config: RunConfig, started: float | None = None) -> dict[str, 
     measured = median_seconds((r["model"], r["setting"], float(r["seconds"])) for r in rows_in_out.values()
                               if r["task"] == config.task and r["status"] == "ok" and r["seconds"])
     rates = read_calibration()
-    samples = cell_samples((cell for cell, _ in cells), loaded)
+    work = cell_work((cell for cell, _ in cells), loaded)
     revisions = {m: identity.get("revision", 1) for m, identity in summary.identities.items()}
     version = task_version(config.task_object)
     groups: dict[tuple[str, str], dict[str, Any]] = {}
@@ -51,9 +53,9 @@ def estimate_plan(config: RunConfig, started: float | None = None) -> dict[str, 
             g["cached"] += 1
             continue
         g["to_run"] += 1
-        n = samples[cell]
+        n, calls = work[cell] or (None, 0)
         g["samples"] = None if n is None or g["samples"] is None else g["samples"] + n
-        cost = cell_cost(cell.model, cell.setting, n, rates, randoms[cell.model], measured)
+        cost = cell_cost(cell.model, cell.setting, n, rates, randoms[cell.model], measured, calls)
         g["sources"].add(cost.source)
         g["cpu_seconds"] = None if cost.cpu is None or g["cpu_seconds"] is None else g["cpu_seconds"] + cost.cpu
         g["gpu_seconds"] = None if cost.gpu is None or g["gpu_seconds"] is None else g["gpu_seconds"] + cost.gpu
@@ -63,7 +65,7 @@ def estimate_plan(config: RunConfig, started: float | None = None) -> dict[str, 
         rows.append(g)
     running = sorted({g["model"] for g in rows if g["to_run"]})
     loads = {m: load_seconds(m, rates, "cpu", randoms[m]) for m in running}
-    setup = time.perf_counter() - started
+    setup = time.process_time() - started  # CPU seconds, as the calibration's
     cpu = [g["cpu_seconds"] for g in rows if g["to_run"]]
     gpu = [g["gpu_seconds"] for g in rows if g["to_run"]]
     unknown = sorted({g["model"] for g in rows if g["to_run"] and g["cpu_seconds"] is None})
@@ -78,7 +80,8 @@ def estimate_plan(config: RunConfig, started: float | None = None) -> dict[str, 
         "shard": list(config.shard) if config.shard else None, "planned_cells": planned_all,
         "calibration": str(_calibration_name()), "rows": rows, "load_seconds": loads, "total": total,
         "setup_seconds": setup,
-        # one process runs the cells one after another; N jobs share them (each worker loads the models it runs)
+        # one process runs the cells one after another; N jobs share them (each worker loads the models it runs); the
+        # calibration is CPU time where measured, so this is the wall time of a machine that runs nothing else
         "wall_seconds": None if unknown else setup + load_total + cells_cpu / max(1, config.jobs),
     }
 
@@ -128,10 +131,11 @@ def plan_text(p: dict[str, Any]) -> str:
     fmt = "  ".join(f"{{:<{w}}}" if i < 2 or i == 7 else f"{{:>{w}}}" for i, w in enumerate(widths))
     out = [head, fmt.format(*cols), *(fmt.format(*r) for r in lines)]
     loads = [f"{m} {duration(v)}" for m, v in p["load_seconds"].items() if v is not None]
-    out.append(f"setup (loading the data, planning; measured by this command): {duration(p['setup_seconds'])}"
+    out.append(f"setup (loading the data, planning; measured by this command, CPU): {duration(p['setup_seconds'])}"
                + (f"; loading the models, once per process (calibration): {', '.join(loads)}" if loads else ""))
     wall = p["wall_seconds"]
-    out.append(f"estimated wall time with --jobs {p['jobs']}: "
+    out.append(f"estimated wall time with --jobs {p['jobs']} on an otherwise idle machine (CPU-time calibration; a busy "
+               f"machine's load stretches it): "
                + (duration(wall) if wall is not None else f"unknown (no estimate for {', '.join(total['unknown_models'])})")
                + f"; calibration: {p['calibration']} (benchmarks/system_overhead.py)")
     return "\n".join(line.rstrip() for line in out)

@@ -64,13 +64,17 @@ def shard_cells(cells: Sequence[tuple[object, dict]], shard: int, shards: int,
                 loaded: dict | None = None) -> list[tuple[object, dict]]:
     """The cells (with their key fields) of shard ``shard`` of ``shards``, in the plan's order, balanced by each
     cell's cost from the calibration (:mod:`harness.run.costs`; the same on every node)."""
-    from harness.run.costs import cell_cost, cell_samples, random_weights, read_calibration
+    from harness.run.costs import cell_cost, cell_work, random_weights, read_calibration
 
     check_shards(shards, len(cells))
     rates = read_calibration()
-    samples = cell_samples((cell for cell, _ in cells), loaded)
-    costs = [(str(fields["key"]), cell_cost(cell.model, cell.setting, samples[cell], rates, random_weights(cell)).cpu)
-             for cell, fields in cells]
+    work = cell_work((cell for cell, _ in cells), loaded)
+
+    def cost(cell) -> float | None:
+        samples, calls = work[cell] or (None, 0)
+        return cell_cost(cell.model, cell.setting, samples, rates, random_weights(cell), calls=calls).cpu
+
+    costs = [(str(fields["key"]), cost(cell)) for cell, fields in cells]
     owner = partition(costs, shards)
     return [(cell, fields) for cell, fields in cells if owner[str(fields["key"])] == shard]
 
