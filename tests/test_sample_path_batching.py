@@ -151,7 +151,7 @@ def tiny_moirai_moe(tmp_path_factory):
                                  "config": {"d_model": 64, "d_ff": 64, "num_layers": 1, "patch_sizes": [16],
                                             "max_seq_len": 64, "attn_dropout_p": 0.0, "dropout_p": 0.0}}))
     subprocess.run([str(python), str(isolated.WORKERS_DIR / "build_random.py"), str(build)], check=True,
-                   capture_output=True, timeout=600)
+                   capture_output=True)
     return str(python), str(folder / "weights")
 
 
