@@ -189,3 +189,40 @@ def test_a_resumed_run_with_generated_steps_continues_exactly(corpus, tmp_path):
     resumed.fit(log=lambda m: None)
     for (k, v), (_, w) in zip(straight.model.state_dict().items(), resumed.model.state_dict().items()):
         assert torch.equal(v, w), k
+
+
+def test_an_ecgsyn_draw_whose_rr_process_runs_away_is_refused_not_hung(monkeypatch):
+    """Rule V16's arm A hung at step 5681 (seed 60, series 1: 180 bpm over 15 s at 60 Hz): ecgsyn's RR process went
+    negative on its few frequency bins and its beat loop never ended. The draw is now refused before the call (and
+    drawn again from the same stream), and the check changes nothing in a draw it lets through."""
+    import numpy as np
+
+    from models.soter.training import generators
+    from protocols.windows import stable_seed
+
+    nk = generators._neurokit()
+    with pytest.raises(ValueError, match="RR process out of range"):
+        generators._refuse_runaway_rr(nk, 15, 60, 179.97401444909784, 2.2879750228822937, _hung_seed())
+    rng = np.random.default_rng(stable_seed(60, "generated-series", 5681, 0, 1))
+    values, rate = generators.generated_span("ecgsyn", rng, 320)
+    assert np.isfinite(values).all() and rate > 0
+    kept = generators.ecgsyn(np.random.default_rng(stable_seed(60, "generated-series", 5681, 0, 0)), 548)
+    monkeypatch.setattr(generators, "_refuse_runaway_rr", lambda *args: None)
+    unchecked = generators.ecgsyn(np.random.default_rng(stable_seed(60, "generated-series", 5681, 0, 0)), 548)
+    np.testing.assert_array_equal(kept[0], unchecked[0])
+    assert kept[1] == unchecked[1]
+
+
+def _hung_seed() -> int:
+    """The neurokit2 seed the hung draw passed (the stream's draws before it replayed)."""
+    import numpy as np
+
+    from models.soter.training import generators
+    from protocols.windows import stable_seed
+
+    rng = np.random.default_rng(stable_seed(60, "generated-series", 5681, 0, 1))
+    n = max(320, int(np.ceil(320 * rng.uniform(*generators.SPAN_FACTOR))))
+    generators._rate(rng, generators.PHYSIOLOGICAL_RATES)
+    rng.uniform(40, 180), rng.uniform(0.0, 5.0), rng.uniform(0.0, 0.1), rng.uniform(0.6, 1.4, 5), rng.uniform(0.6, 1.4, 5)
+    assert n == 722
+    return int(rng.integers(2**31))

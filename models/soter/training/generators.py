@@ -107,10 +107,32 @@ def ecgsyn(rng: np.random.Generator, n: int) -> tuple[np.ndarray, float]:
     ai = tuple(np.array([1.2, -5.0, 30.0, -7.5, 0.75]) * rng.uniform(0.6, 1.4, 5))
     bi = tuple(np.array([0.25, 0.1, 0.1, 0.1, 0.4]) * rng.uniform(0.6, 1.4, 5))
     seed = int(rng.integers(2**31))
+    _refuse_runaway_rr(nk, _seconds(n, rate), int(rate), hr, hr_std, seed)
     x = _quiet(lambda: nk.ecg_simulate(duration=_seconds(n, rate), sampling_rate=int(rate), heart_rate=hr,
                                        heart_rate_std=hr_std, noise=noise, method="ecgsyn", random_state=seed,
                                        ai=ai, bi=bi))
     return _wander(rng, _enough(x, n, "ecgsyn"), rate, mains=True), rate
+
+
+MIN_RR_SECONDS = 0.2  # 300 beats per minute: an RR series below it is the degenerate case, not physiology
+
+
+def _refuse_runaway_rr(nk, duration: float, rate: int, hr: float, hr_std: float, seed: int) -> None:
+    """Raise (so that ``generated_span`` draws again) when ecgsyn would build an RR series that is not finite or falls
+    under ``MIN_RR_SECONDS``. Why: on short spans at a high rate of beats its RR process has a handful of frequency
+    bins, their spread is near zero and is scaled up to the requested std, so RR intervals go negative, and its beat
+    loop then never ends (neurokit2's ``_ecg_simulate_ecgsyn``: ``i = round(tecg / dt)`` walks backwards). The check
+    replays the RR process exactly as ecgsyn draws it first, from a generator of its own seed, so it changes nothing
+    in any draw it lets through."""
+    from neurokit2.ecg.ecg_simulate import _ecg_simulate_rrprocess
+    from neurokit2.misc import check_random_state
+
+    beats = int(np.round(duration * (hr / 60)))
+    n = 2 ** (np.ceil(np.log2(beats * 60 / hr)))
+    rr0 = _ecg_simulate_rrprocess(0.1, 0.25, 0.01, 0.01, 0.5, hr, hr_std, 1, n, check_random_state(seed))
+    rr = nk.signal_resample(rr0, sampling_rate=1, desired_sampling_rate=rate)
+    if not np.all(np.isfinite(rr)) or float(np.min(rr)) < MIN_RR_SECONDS:
+        raise ValueError(f"ecgsyn: RR process out of range (min {np.min(rr):.3g} s) at {hr:.0f} bpm over {duration} s")
 
 
 def ppg(rng: np.random.Generator, n: int) -> tuple[np.ndarray, float]:
