@@ -129,7 +129,7 @@ def _refuse_runaway_rr(nk, duration: float, rate: int, hr: float, hr_std: float,
 
     beats = int(np.round(duration * (hr / 60)))
     n = 2 ** (np.ceil(np.log2(beats * 60 / hr)))
-    rr0 = _ecg_simulate_rrprocess(0.1, 0.25, 0.01, 0.01, 0.5, hr, hr_std, 1, n, check_random_state(seed))
+    rr0 = _ecg_simulate_rrprocess(hrmean=hr, hrstd=hr_std, sfrr=1, n=n, rng=check_random_state(seed))  # ecgsyn's call
     rr = nk.signal_resample(rr0, sampling_rate=1, desired_sampling_rate=rate)
     if not np.all(np.isfinite(rr)) or float(np.min(rr)) < MIN_RR_SECONDS:
         raise ValueError(f"ecgsyn: RR process out of range (min {np.min(rr):.3g} s) at {hr:.0f} bpm over {duration} s")
