@@ -398,7 +398,9 @@ class PhysiologySpec:
     horizon_seconds: float = 20.0  # 10 s holds 2-3 breaths: the detector found none in half the cohort's spans
     segment_seconds: float = 20.0
     warmup_seconds: float = 2.0  # imputation: the start of a segment is always observed
-    sources: tuple[str, ...] = PHYSIOLOGY_SOURCES
+    # imputed segments are opt-in (``--physio-sources forecast imputation``): every missing point is one model call
+    # on its whole prefix, about 14 minutes of CPU per fold for each SOTER entry on 2 cores (docs/run-times.md)
+    sources: tuple[str, ...] = ("forecast",)
     measures: tuple[str, ...] = PHYSIOLOGY_MEASURES
     rates: tuple[float, ...] = (0.25,)  # imputation: missing rates
     mask: MaskSpec = field(default_factory=MaskSpec)

@@ -116,6 +116,17 @@ def test_an_imputed_segment_keeps_its_observed_points():
     assert changed.any() and not changed[:, :, :200].any()  # the 2 s warm-up is always observed
 
 
+def test_the_default_run_scores_forecasts_and_imputed_segments_only_when_asked():
+    """Imputed segments cost one model call per missing point (hours for SOTER's entries): opt-in, never default."""
+    from harness.tasks.physiology import Physiology
+
+    task = Physiology()
+    default = task.points(PhysiologySpec())
+    assert default and all(level is None for _, _, level in default)
+    asked = task.points(PhysiologySpec(sources=("forecast", "imputation")))
+    assert {level for _, _, level in asked} == {None, 0.25}
+
+
 def test_measures_a_dataset_cannot_take_are_unavailable_with_the_reason():
     ds = physio_dataset(n_subjects=2, seconds=12)
     only_ecg = ds.select_channels(("ecg",))
@@ -142,7 +153,8 @@ def test_the_physiology_task_runs_end_to_end_with_tables_figure_and_rates(tmp_pa
     config = RunConfig(task="physiology", datasets=(str(folder),), models=("last-value", "seasonal-naive", "locf"),
                        out=out, progress=False,
                        options={"rates": (0.25,), "max_windows_per_subject": 2, "physio_context": 10.0,
-                                "physio_horizon": 20.0, "physio_segment": 20.0})
+                                "physio_horizon": 20.0, "physio_segment": 20.0,
+                                "physio_sources": ("forecast", "imputation")})
     summary = execute(config, log=lambda m: None)
     frame = read_records(out / "records.csv")
     ok = frame[frame["status"] == "ok"]

@@ -62,6 +62,23 @@ def test_failing_and_unavailable_models_are_recorded_not_fatal(folder, tmp_path)
     assert again.ran == 6 and again.skipped_done == 6
 
 
+def test_a_diverged_cell_is_an_error_row_that_a_rerun_keeps_and_rerun_recomputes(folder, tmp_path):
+    """A diverged solve is deterministic (the same weights diverge on the same windows again): rerunning it would only
+    repeat its cost, so it is final like an ok row; any other error is retried, and --rerun recomputes both."""
+    from tests.plugin_models import Diverging
+
+    first = execute(_config(folder, tmp_path / "o", models=("test-diverging", "test-broken")))
+    frame = read_records(first.records_path)
+    diverged = frame[frame.model == "test-diverging"]
+    assert set(diverged.status) == {"error"} and diverged.error.str.startswith(
+        "protocols.interface.ModelDivergedError: the forecast of windows").all()
+    calls = Diverging.forecasts
+    again = execute(_config(folder, tmp_path / "o", models=("test-diverging", "test-broken")))
+    assert again.ran == 6 and again.skipped_done == 6 and Diverging.forecasts == calls  # only test-broken's ran
+    forced = execute(_config(folder, tmp_path / "o", models=("test-diverging",), rerun=True))
+    assert forced.ran == 6 and Diverging.forecasts > calls
+
+
 def test_changed_data_is_not_served_from_cache(folder, tmp_path):
     execute(_config(folder, tmp_path / "o", models=("last-value",)))
     write_folder_dataset(make_dataset(n_subjects=3, n_samples=300, seed=5), folder)

@@ -24,9 +24,17 @@ from models.random_weights import RANDOM_WEIGHTS_NOTE, random_weights_marker
 from models.registry import ModelUnavailableError, get_spec
 from protocols.data import Dataset
 from protocols.datasets import load_dataset
-from protocols.interface import CLOCK, Model
+from protocols.interface import CLOCK, Model, ModelDivergedError
 
 WINDOW_ERRORS = "window_errors"  # a result's per-window arrays; not a record column (harness.records.window_store)
+# A diverged cell's error starts with this (the text such rows have always had). The solve is deterministic: the same
+# weights diverge on the same windows again, so a rerun keeps the row like a finished one (``--rerun`` recomputes it).
+DIVERGED = "protocols.interface.ModelDivergedError:"
+
+
+def is_diverged(row) -> bool:
+    """An error row of a forecast or imputation whose numerical solve diverged (final, not retried)."""
+    return row.get("status") == "error" and str(row.get("error", "")).startswith(DIVERGED)
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,8 @@ def run_cell(cell: Cell) -> dict[str, object]:
         row = evaluate_cell(task, cell, cached_dataset(cell.dataset, cell.data_root))
     except ModelUnavailableError as exc:
         row = {"status": "unavailable", "error": str(exc)}
+    except ModelDivergedError as exc:  # deterministic: the same weights diverge on the same windows again
+        row = {"status": "error", "error": f"{DIVERGED} {exc}"[:2000]}
     except Exception as exc:  # recorded, so that one failing cell never stops a sweep
         tail = traceback.format_exception_only(type(exc), exc)[-1].strip()
         row = {"status": "error", "error": tail[:2000]}

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from harness.records.cell_files import CELL_FILES, write_cell_files
-from harness.run.cells import WINDOW_ERRORS, Cell, run_cell, setting_name
+from harness.run.cells import WINDOW_ERRORS, Cell, is_diverged, run_cell, setting_name
 from harness.run.executor import EXECUTORS, LOST_WORKER, make_executor
 from harness.run.progress import Progress, cost_probes_first
 from harness.run.stopping import raise_if_stopped, stop_on_signals
@@ -576,9 +576,10 @@ def _shard(config: RunConfig, cells: list[tuple[Cell, dict[str, object]]], summa
 
 
 def row_is_current(row: Mapping[str, str] | None, task: str, version: int, revision: int) -> bool:
-    """A finished row of the task's current version and the model's current revision: a run skips it. What code
-    computed it (the digest in its identity) is provenance and decides nothing (``harness.registry.versions``)."""
-    if row is None or row["status"] != "ok":
+    """A finished row (ok, or a diverged solve's error: ``harness.run.cells.DIVERGED``) of the task's current version
+    and the model's current revision: a run skips it. What code computed it (the digest in its identity) is
+    provenance and decides nothing (``harness.registry.versions``)."""
+    if row is None or not (row["status"] == "ok" or is_diverged(row)):
         return False
     return of_versions(task, row["protocol"], row["model_info"], version, revision)
 

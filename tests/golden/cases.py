@@ -55,7 +55,7 @@ TASK_CASES: dict[str, TaskCase] = {
     # physiology without SOTER: its 10 s contexts at 100 Hz cost minutes of CPU, not seconds
     "physiology": TaskCase(dict(models=("last-value", "seasonal-naive", "locf")),
                            dict(rates=(0.25,), max_windows_per_subject=2, physio_context=10.0, physio_horizon=20.0,
-                                physio_segment=20.0), physio),
+                                physio_segment=20.0, physio_sources=("forecast", "imputation")), physio),
     "calibration": TaskCase(dict(models=("fracast", "last-value")), dict(settings=FORECAST, max_windows_per_subject=4)),
     "shift": TaskCase(dict(models=("last-value", "window-mean", "soter-anchored")),
                       dict(settings=FORECAST, shift_kinds=("level", "scale"), shift_severities=(0.0, 1.0),
