@@ -135,13 +135,21 @@ class WindowSampler:
             return None
         return self.generator_names[int(rng.choice(len(self.generator_names), p=self.generator_p))]
 
+    def missing_regime(self, step: int) -> bool:
+        """The step's regime coin (the same for every micro-batch and rank, corpus or generated): missingness or not."""
+        return bool(np.random.default_rng(stable_seed(self.seed, "regime", step)).random() < self.missing_prob)
+
+    def rank_rows(self) -> slice:
+        """This rank's rows of a global batch."""
+        return slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
+
     def batch(self, step: int, micro: int = 0) -> Batch:
         kind = self.generator(step, micro)
         if kind is not None:
             return self._generated(kind, step, micro)
         rng = np.random.default_rng(stable_seed(self.seed, "batch", step, micro))
         ds = self.datasets[int(rng.choice(len(self.datasets), p=self.dataset_p))]
-        missing = bool(np.random.default_rng(stable_seed(self.seed, "regime", step)).random() < self.missing_prob)
+        missing = self.missing_regime(step)
         total = self.batch_size * self.world_size
         stride = self.stride(step, micro, ds)
         span = (self.window - 1) * stride + 1  # raw samples a window covers
@@ -169,7 +177,7 @@ class WindowSampler:
         observed = np.ones(values_arr[..., :-n_targets].shape, dtype=bool)
         if missing:
             observed = rng.random(observed.shape) >= self.missing_rate
-        sl = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
+        sl = self.rank_rows()
         return Batch(values_arr[sl], times_arr[sl], observed[sl], missing, ds.name, n_targets)
 
     def _read(self, rng: np.random.Generator, ds: CorpusDataset, span: int, stride: int, usable: np.ndarray,
@@ -191,9 +199,9 @@ class WindowSampler:
 
     def _generated(self, kind: str, step: int, micro: int) -> Batch:
         """This rank's slice of a generated step's global batch (only its own windows are generated)."""
-        missing = bool(np.random.default_rng(stable_seed(self.seed, "regime", step)).random() < self.missing_prob)
+        missing = self.missing_regime(step)
         total = self.batch_size * self.world_size
-        sl = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
+        sl = self.rank_rows()
         per = WINDOWS_PER_SERIES
         first, last = sl.start // per * per, min(total, ((sl.stop - 1) // per + 1) * per)  # the slice's groups
         plans = {i: self.augment_plan(step, micro, i) for i in range(first, last)}
