@@ -19,20 +19,22 @@ class Attention(nn.Module):
         self.v = nn.Linear(hidden, hidden)
         self.o = nn.Linear(hidden, hidden, bias=False)
 
-    def _split(self, x: torch.Tensor) -> torch.Tensor:
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        """[R, N, H] -> [R, N, heads, head_dim] (a view)."""
         r, n, _ = x.shape
-        return x.view(r, n, self.heads, self.head_dim).transpose(1, 2)
+        return x.view(r, n, self.heads, self.head_dim)
 
     def forward(self, x: torch.Tensor, rotary: tuple[torch.Tensor, torch.Tensor] | None, causal: bool) -> torch.Tensor:
         """x [R, N, H] -> [R, N, H]; ``rotary`` rotates q and k (CT-RoPE: ``rope.prepare_rotary``'s pair), None
         for the CD layer."""
         from models.soter.rope import apply_prepared
 
-        q, k, v = self._split(self.q(x)), self._split(self.k(x)), self._split(self.v(x))
-        if rotary is not None:
+        r, n, _ = x.shape
+        q, k = self._heads(self.q(x)), self._heads(self.k(x))
+        if rotary is not None:  # rotated before the heads are transposed: contiguous products (rope.prepare_rotary)
             q, k = apply_prepared(q, *rotary), apply_prepared(k, *rotary)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), self._heads(self.v(x)).transpose(1, 2)
         out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        r, _, n, _ = out.shape
         return self.o(out.transpose(1, 2).reshape(r, n, -1))
 
 

@@ -60,11 +60,13 @@ class VectorField(nn.Module):
         return x
 
     def forward_split(self, s: torch.Tensor, h: torch.Tensor, z: torch.Tensor | None,
-                      log_dt_term: torch.Tensor | None, scale: torch.Tensor) -> torch.Tensor:
+                      log_dt_term: torch.Tensor | None, scale: torch.Tensor, out: torch.Tensor | None = None
+                      ) -> torch.Tensor:
         """``scale * forward(s, h, z, log_dt)`` without building the concatenated input: the first layer as
         ``h W_h^T + (b + s w_s + z w_z + log_dt w_dt)`` (the same sum, other float rounding), SiLU in place when no
-        gradient is recorded. ``log_dt_term`` = log_dt[:, None] * w_dt, constant over a solve. Why: on the
-        decoder's small state the copy and the extra elementwise passes are a fifth of a field evaluation."""
+        gradient is recorded, and with ``out`` (no gradient) the result written there (the solve's stage row).
+        ``log_dt_term`` = log_dt[:, None] * w_dt, constant over a solve. Why: on the decoder's small state the copy
+        and the extra elementwise passes are a fifth of a field evaluation."""
         first = self.layers[0]
         hidden = h.shape[1]
         offset = first.bias + s.to(h.dtype) * first.weight[:, 0]
@@ -74,8 +76,17 @@ class VectorField(nn.Module):
             offset = offset + log_dt_term
         x = torch.addmm(offset, h, first.weight[:, 1:1 + hidden].t())
         inplace = not torch.is_grad_enabled()
-        for layer in list(self.layers)[1:]:  # a ModuleList's own slice builds a new ModuleList at every evaluation
-            x = layer(F.silu(x, inplace=inplace))
+        if out is not None and not inplace:
+            raise ValueError("forward_split writes into out only without autograd")
+        rest = list(self.layers)[1:]  # a ModuleList's own slice builds a new ModuleList at every evaluation
+        for i, layer in enumerate(rest):
+            x = F.silu(x, inplace=inplace)
+            if out is not None and i == len(rest) - 1:  # the last layer written into out: F.linear's own addmm
+                x = torch.addmm(layer.bias, x, layer.weight.t(), out=out)
+            else:
+                x = layer(x)
+        if out is not None and not rest:
+            x = out.copy_(x)
         return x.mul_(scale) if inplace else x * scale
 
 
@@ -103,13 +114,18 @@ class _Dynamics(nn.Module):
             raise SolverDiverged(f"the decoder's ODE state left |h| <= {DIVERGENCE_BOUND:.0e} at s = "
                                  f"{float(t0):.6g} (max |h| = {peak:.3g}): the solve diverges")
 
-    def forward(self, s: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    @property
+    def writes_into(self) -> bool:
+        """The native solve may hand ``forward`` a stage row to write into (``dopri5``)."""
+        return self.split
+
+    def forward(self, s: torch.Tensor, h: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         self.nfe += 1
         z = None
         if self.spline is not None:
             z = self.spline.evaluate((self.t_last + s.to(self.t_last.dtype) * self.dt))
         if self.split:
-            return self.field.forward_split(s, h, z, self.log_dt_term, self.scale)
+            return self.field.forward_split(s, h, z, self.log_dt_term, self.scale, out)
         return self.dt[:, None].to(h.dtype) * self.field(s, h, z, self.log_dt)
 
 

@@ -48,7 +48,8 @@ class SolverDiverged(ModelDivergedError):
 
 
 def _rms(x: torch.Tensor) -> torch.Tensor:
-    return x.abs().pow(2).mean().sqrt()
+    """torchdiffeq's RMS norm (``x.abs().pow(2).mean().sqrt()``) without its ``abs``: a square is the same float."""
+    return x.pow(2).mean().sqrt()
 
 
 @torch.no_grad()
@@ -86,7 +87,8 @@ def dopri5(func: Field, y0: torch.Tensor, t: torch.Tensor, rtol: float, atol: fl
     """States [len(t), *y0.shape] at the increasing times ``t`` (t[0] the start), and the attempted steps.
 
     ``func(s, y)`` receives s as a 0-dim tensor in the state's dtype. Differentiable (the stages are stacked
-    when autograd records); under no_grad they live in one preallocated buffer.
+    when autograd records); under no_grad they live in one preallocated buffer, into which a ``func`` with a true
+    ``writes_into`` attribute writes each stage itself (``func(s, y, out=row)``: no copy of the stage).
     """
     if y0.dtype not in _NUMPY:
         raise ValueError(f"the native dopri5 solve needs a float32 or float64 state, got {y0.dtype}")
@@ -104,6 +106,7 @@ def dopri5(func: Field, y0: torch.Tensor, t: torch.Tensor, rtol: float, atol: fl
     f = func(at(real(t0)), y0).reshape(-1)
     dt = initial_step(lambda s, v: func(s, v.view(shape)).reshape(-1), t0, y, f, rtol, atol)
     buffer = None if torch.is_grad_enabled() else y.new_empty((7, y.numel()))
+    writes_into = getattr(func, "writes_into", False)  # func(s, y, out=...) writes its value into out
     stages: list[torch.Tensor] = [f]
     if buffer is not None:
         buffer[0] = f
@@ -127,16 +130,18 @@ def dopri5(func: Field, y0: torch.Tensor, t: torch.Tensor, rtol: float, atol: fl
             prev = buffer[:i + 1] if buffer is not None else torch.stack(stages[:i + 1])
             yi = torch.addmv(y, prev.t(), coef)
             ti = stage_t1 if alpha == 1.0 else rt0 + real(alpha) * rdt
-            k = func(at(ti), yi.view(shape)).reshape(-1)
-            if buffer is not None:
-                buffer[i + 1] = k
+            if buffer is None:
+                stages.append(func(at(ti), yi.view(shape)).reshape(-1))
+            elif writes_into:
+                func(at(ti), yi.view(shape), out=buffer[i + 1].view(shape))
             else:
-                stages.append(k)
+                buffer[i + 1] = func(at(ti), yi.view(shape)).reshape(-1)
         y1 = yi  # the last stage's input is the fifth-order solution (FSAL)
         every = buffer if buffer is not None else torch.stack(stages)
         err = every.t() @ torch.tensor([real(c) * rdt for c in _C_ERROR], dtype=y0.dtype, device=dev)
-        tol = atol + rtol * torch.max(y.abs(), y1.abs())
-        ratio, peak = torch.stack([_rms(err / tol).detach(), y1.detach().abs().max()]).tolist()
+        y1_abs = y1.detach().abs()
+        tol = torch.max(y.detach().abs(), y1_abs).mul_(rtol).add_(atol)  # atol + rtol * max(|y|, |y1|), in place
+        ratio, peak = torch.stack([_rms(err.detach() / tol), y1_abs.max()]).tolist()
         if not np.isfinite(ratio):
             raise SolverDiverged(f"the decoder's ODE state became non-finite at s = {t0:.6g}")
         if ratio <= 1:

@@ -14,10 +14,7 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        dtype = x.dtype
-        x32 = x.float()
-        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
-        return (self.weight * x32).to(dtype)
+        return F.rms_norm(x.float(), (x.shape[-1],), self.weight, self.eps).to(x.dtype)
 
 
 class GatedEmbedding(nn.Module):

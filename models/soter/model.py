@@ -336,7 +336,8 @@ class SoterModel(nn.Module):
         if self.value_path is not None:
             x = x + self.value_path(x_in)
         cos, sin = self.rotary(timestamps)
-        rotary = prepare_rotary(cos.repeat_interleave(c, dim=0), sin.repeat_interleave(c, dim=0), x.dtype)
+        rotary = prepare_rotary(cos.repeat_interleave(c, dim=0), sin.repeat_interleave(c, dim=0), x.dtype,
+                                self.config.num_heads)
         aux = x.new_zeros(())
         experts = []
         for i, block in enumerate(self.blocks):

@@ -31,6 +31,29 @@ def zero_missing_grads(module: nn.Module) -> int:
     return filled
 
 
+def group_routings(idx: torch.Tensor, w: torch.Tensor, num_experts: int) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """Routings [N, k] -> (token [M], weight [M], count per expert): every routing with a non-zero weight, grouped by
+    expert (ascending) and within an expert by token (ascending); each token routes to an expert at most once, so
+    a token's routings come in ascending expert order. The order from one numba pass on CPU
+    (``routing_cpu.group_by_expert``), from torch's stable sort elsewhere: the same either way. The weights are
+    indexed from ``w`` (a learned router's gradient flows through them)."""
+    n, k = idx.shape
+    keep = w.detach() != 0
+    flat_w = w.reshape(-1)
+    if idx.device.type == "cpu":
+        from models.soter import routing_cpu
+
+        if routing_cpu.available():
+            position, counts = routing_cpu.group_by_expert(idx.numpy(), keep.numpy(), num_experts)
+            flat_pos = torch.from_numpy(position)
+            return flat_pos // k, flat_w[flat_pos], counts.tolist()
+    expert, flat_pos = idx.reshape(-1), torch.arange(n * k, device=idx.device)
+    if not bool(keep.all()):  # every weight non-zero (the learned router's softmax): no copies
+        expert, flat_pos = expert[keep.reshape(-1)], flat_pos[keep.reshape(-1)]
+    flat_pos = flat_pos[torch.argsort(expert, stable=True)]  # stable: within an expert, tokens ascending
+    return flat_pos // k, flat_w[flat_pos], torch.bincount(expert, minlength=num_experts).tolist()
+
+
 class MixtureOfExperts(nn.Module):
     def __init__(self, cfg: SoterConfig) -> None:
         super().__init__()
@@ -104,26 +127,18 @@ class MixtureOfExperts(nn.Module):
         shared output in that order (``index_add``, one index after the other), which per token is
         ascending expert order, the order of the dense sum: the same additions (a matmul over a subset
         of rows may round its last bit differently)."""
-        hidden, k = x.shape[-1], idx.shape[-1]
+        hidden = x.shape[-1]
         flat = x.reshape(-1, hidden)
-        n = flat.shape[0]
-        top, order = torch.sort(idx.reshape(n, k), dim=-1)  # per token: experts ascending
-        weight = torch.gather(w.reshape(n, k), -1, order).reshape(-1)
-        expert, flat_pos = top.reshape(-1), torch.arange(n * k, device=x.device)
-        keep = weight != 0
-        if not bool(keep.all()):  # every weight non-zero (the learned router's softmax): no copies
-            expert, flat_pos = expert[keep], flat_pos[keep]
-        by_expert = torch.argsort(expert, stable=True)  # stable: a token's routings stay in ascending expert order
-        flat_pos = flat_pos[by_expert]
-        token, wts = flat_pos // k, weight[flat_pos]
-        counts = torch.bincount(expert, minlength=self.cfg.num_experts).tolist()
+        token, wts, counts = group_routings(idx.reshape(flat.shape[0], -1), w.reshape(flat.shape[0], -1),
+                                            self.cfg.num_experts)
         inputs = flat.index_select(0, token)
         pieces, start = [], 0
         for e, count in enumerate(counts):
             if count:
                 pieces.append(self.experts[e](inputs[start:start + count]))
             start += count
-        base = shared.reshape(-1, hidden)
         if not pieces:
-            return base.view_as(x)
-        return torch.index_add(base, 0, token, torch.cat(pieces) * wts[:, None]).view_as(x)
+            return shared.reshape(-1, hidden).view_as(x)
+        # one copy of the shared output, added onto in place (an expanded one is copied by reshape anyway)
+        out = shared.expand_as(x).clone(memory_format=torch.contiguous_format).view(-1, hidden)
+        return out.index_add_(0, token, torch.cat(pieces).mul_(wts[:, None])).view_as(x)

@@ -81,7 +81,9 @@ def psd_route(h: torch.Tensor, num_experts: int, top_k: int, n: int, impl: str =
         x = h.detach().float() if h.dtype in (torch.float16, torch.bfloat16) else h.detach()
         p = prefix_dft(x, n, impl, last_only)
         logits = band_logits(p, num_experts)
-        probs = torch.softmax(logits, dim=-1)
+        # over a leading dimension: torch's CPU softmax over a last dimension of E = 4 took 10x as long (the same
+        # function, rounded at most one ulp differently, BENCHMARKS.md)
+        probs = torch.softmax(logits.movedim(-1, 0).contiguous(), dim=0).movedim(0, -1)
         idx = torch.topk(logits, top_k, dim=-1).indices
         weights = torch.gather(probs, -1, idx)
     return logits, idx, weights.to(h.dtype)

@@ -89,8 +89,9 @@ def test_the_prepared_rotary_embedding_is_the_rotary_embedding_bit_for_bit(dtype
     g = torch.Generator().manual_seed(2)
     positions = torch.cumsum(torch.rand(3, 11, generator=g, dtype=torch.float64), -1)
     cos, sin = rotary_angles(positions, 16, 10000.0)
-    x = torch.randn(3, 11, 2, 16, generator=g, dtype=dtype).transpose(1, 2)  # [R, heads, T, D], as attention splits
-    assert torch.equal(apply_prepared(x, *prepare_rotary(cos, sin, dtype)), apply_rotary(x, cos, sin))
+    x = torch.randn(3, 11, 2, 16, generator=g, dtype=dtype)  # [R, T, heads, D]: the projection's output
+    rotated = apply_prepared(x, *prepare_rotary(cos, sin, dtype, heads=2))
+    assert torch.equal(rotated.transpose(1, 2), apply_rotary(x.transpose(1, 2), cos, sin))  # [R, heads, T, D]
 
 
 def test_a_training_step_through_the_last_token_pass_has_the_full_pass_gradients(monkeypatch):
@@ -111,3 +112,11 @@ def test_a_training_step_through_the_last_token_pass_has_the_full_pass_gradients
     for name in full:
         torch.testing.assert_close(last[name], full[name], rtol=1e-4, atol=1e-7, msg=name)
     assert sum(float(g.abs().sum()) for g in last.values()) > 0
+
+
+@pytest.mark.parametrize("t", [1, 48, 130])
+def test_the_fast_kernels_last_step_is_the_full_ones_last_step_bit_for_bit(t):
+    """The last-step kernel measures with the full kernel's loop, so that its float32 sums over H round alike:
+    the last-token pass routes exactly as the full pass's last row."""
+    h = torch.randn(5, t, 64, generator=torch.Generator().manual_seed(t))
+    assert torch.equal(prefix_dft(h, 256, "fast", last_only=True), prefix_dft(h, 256, "fast")[:, -1:])

@@ -120,3 +120,29 @@ def test_a_diverging_decoder_raises_the_status(impl):
     h0 = torch.ones(4, cfg.hidden_size)
     with torch.no_grad(), pytest.raises(SolverDiverged, match="diverges|does not converge"):
         decoder(h0, torch.zeros(4), torch.full((4, 1), 20.0))
+
+
+def test_a_field_that_writes_its_stages_into_the_solve_gives_the_same_states():
+    """Without autograd the decoder's field writes each stage into the solve's buffer (no copy): the states are
+    those of the same field returning its stages, to the last bit, and the write refuses to run under autograd."""
+    from models.soter.decoder import _Dynamics
+
+    cfg = preset("soter-tiny")
+    torch.manual_seed(0)
+    decoder = Decoder(cfg)
+    h0 = torch.randn(6, cfg.hidden_size)
+    dt = torch.full((6,), 0.05, dtype=torch.float64)
+    grid = torch.tensor([0.0, 0.5, 1.0])
+    with torch.no_grad():
+        dyn = _Dynamics(decoder.field, dt, torch.zeros(6, dtype=torch.float64), None)
+        dyn.split = True
+        assert dyn.writes_into
+        written, steps = dopri5(dyn, h0, grid, 1e-5, 1e-5)
+
+        def returning(s, h):  # the same evaluation, without the out= path
+            return dyn(s, h)
+
+        returned, steps_returned = dopri5(returning, h0, grid, 1e-5, 1e-5)
+    assert steps == steps_returned and torch.equal(written, returned)
+    with pytest.raises(ValueError, match="only without autograd"):
+        decoder.field.forward_split(torch.tensor(0.0), h0, None, None, dt[:, None].float(), out=torch.empty_like(h0))

@@ -12,7 +12,7 @@ from models.soter.attention import Attention
 from models.soter.config import PRESETS, ConfigError, SoterConfig, preset
 from models.soter.decoder import Decoder, VectorField
 from models.soter.model import SoterModel, count_parameters
-from models.soter.rope import apply_rotary, normalise_timestamps, rotary_angles
+from models.soter.rope import apply_rotary, normalise_timestamps, prepare_rotary, rotary_angles
 from models.soter.routing import band_logits, prefix_dft_fast, prefix_dft_loop, psd_route
 from models.soter.spline import NaturalCubicSpline
 from protocols import interface
@@ -318,11 +318,12 @@ def test_attention_module_is_causal():
     torch.manual_seed(0)
     attn = Attention(16, 2).double()
     x = torch.randn(2, 10, 16, dtype=torch.float64)
-    cos, sin = rotary_angles(torch.arange(10, dtype=torch.float64).repeat(2, 1), 8, 10000.0)
-    y = attn(x, (cos, sin), causal=True)
+    rotary = prepare_rotary(*rotary_angles(torch.arange(10, dtype=torch.float64).repeat(2, 1), 8, 10000.0),
+                            torch.float64, heads=2)
+    y = attn(x, rotary, causal=True)
     x2 = x.clone()
     x2[:, 6:] += 1.0
-    torch.testing.assert_close(attn(x2, (cos, sin), causal=True)[:, :6], y[:, :6])
+    torch.testing.assert_close(attn(x2, rotary, causal=True)[:, :6], y[:, :6])
 
 
 @pytest.mark.parametrize("router", ["psd", "learned"])
@@ -380,3 +381,42 @@ def test_grouped_experts_skip_zero_weights_only():
     for e, expert in enumerate(moe.experts):
         dense = dense + ((idx == e).float() * w).sum(-1, keepdim=True) * expert(x)
     torch.testing.assert_close(moe._grouped(x, shared, idx, w), dense, rtol=1e-6, atol=1e-6)
+
+
+def test_the_cpu_grouping_of_routings_is_torchs_stable_sort(monkeypatch):
+    """The numba counting sort gives the order, weights and counts of the torch path (a stable sort by expert),
+    zero weights dropped, and leaves the weights on the autograd graph."""
+    from models.soter import moe, routing_cpu
+
+    g = torch.Generator().manual_seed(4)
+    idx = torch.stack([torch.randperm(6, generator=g)[:3] for _ in range(50)])
+    w = torch.rand(50, 3, generator=g)
+    w[::7, 1] = 0.0
+    w.requires_grad_()
+    fast = moe.group_routings(idx, w, 6)
+    monkeypatch.setattr(routing_cpu, "available", lambda: False)
+    slow = moe.group_routings(idx, w, 6)
+    assert torch.equal(fast[0], slow[0]) and torch.equal(fast[1], slow[1]) and fast[2] == slow[2]
+    assert sum(fast[2]) == int((w != 0).sum()) and fast[1].requires_grad
+    for e, (a, b) in enumerate(zip([0, *np.cumsum(fast[2])], np.cumsum(fast[2]))):
+        tokens = fast[0][a:b]
+        assert torch.all(tokens[1:] > tokens[:-1]) and torch.all((idx[tokens] == e).any(-1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rms_norm_is_its_formula_bit_for_bit(dtype):
+    """torch's fused rms_norm gives the float32 formula's values and gradients to the last bit (checkpoints were
+    trained with the formula)."""
+    from models.soter.layers import RMSNorm
+
+    norm = RMSNorm(64, 1e-6)
+    with torch.no_grad():
+        norm.weight.copy_(torch.rand(64, generator=torch.Generator().manual_seed(1)) + 0.5)
+    x = torch.randn(3, 17, 64, generator=torch.Generator().manual_seed(2)).to(dtype).requires_grad_()
+    x32 = x.float()
+    want = (norm.weight * (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-6))).to(dtype)
+    got = norm(x)
+    assert got.dtype == dtype and torch.equal(got, want)
+    g_want, = torch.autograd.grad(want.float().square().sum(), x)
+    g_got, = torch.autograd.grad(got.float().square().sum(), x)
+    assert torch.equal(g_got, g_want)
