@@ -40,6 +40,15 @@ if numba is not None:
             st[7, d] += x * s3
 
     @numba.njit(fastmath=True, inline="always")
+    def _add_and_measure(st: np.ndarray, row: int, d: int, x, c, s):  # pragma: no cover - jitted
+        """Adds x e^{-j phase} to one bin's running sum of dimension d (rows ``row``, ``row + 1`` of ``st``: real,
+        imaginary) and returns its new magnitude."""
+        u = st[row, d] + x * c
+        v = st[row + 1, d] + x * s
+        st[row, d], st[row + 1, d] = u, v
+        return math.sqrt(u * u + v * v)
+
+    @numba.njit(fastmath=True, inline="always")
     def _advance_and_measure(h: np.ndarray, r: int, t: int, st: np.ndarray, cos: np.ndarray, sin: np.ndarray,
                              k: int) -> tuple:  # pragma: no cover - jitted
         """``_advance``, then each of the four bins' magnitudes summed over H (in the input's precision), in one
@@ -50,22 +59,10 @@ if numba is not None:
         a0, a1, a2, a3 = zero, zero, zero, zero
         for d in range(h.shape[2]):
             x = h[r, t, d]
-            u = st[0, d] + x * c0
-            v = st[1, d] + x * s0
-            st[0, d], st[1, d] = u, v
-            a0 += math.sqrt(u * u + v * v)
-            u = st[2, d] + x * c1
-            v = st[3, d] + x * s1
-            st[2, d], st[3, d] = u, v
-            a1 += math.sqrt(u * u + v * v)
-            u = st[4, d] + x * c2
-            v = st[5, d] + x * s2
-            st[4, d], st[5, d] = u, v
-            a2 += math.sqrt(u * u + v * v)
-            u = st[6, d] + x * c3
-            v = st[7, d] + x * s3
-            st[6, d], st[7, d] = u, v
-            a3 += math.sqrt(u * u + v * v)
+            a0 += _add_and_measure(st, 0, d, x, c0, s0)
+            a1 += _add_and_measure(st, 2, d, x, c1, s1)
+            a2 += _add_and_measure(st, 4, d, x, c2, s2)
+            a3 += _add_and_measure(st, 6, d, x, c3, s3)
         return a0, a1, a2, a3
 
     @numba.njit(fastmath=True, inline="always")
