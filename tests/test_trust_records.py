@@ -375,7 +375,8 @@ def test_the_minimum_parameters_of_a_config_never_exceed_the_built_models():
     configs = [preset(n) for n in ("soter-tiny", "soter-cpu-64", "soter-cpu-96")]
     configs += [dataclasses.replace(tiny, **kw) for kw in (
         dict(router="learned"), dict(control=False), dict(field_dt=True), dict(value_embedding=True),
-        dict(decoder_hidden=()), dict(output_skip="damped-trend", mean_reversion=True, short_trend_points=4))]
+        dict(decoder_hidden=()), dict(output_skip="damped-trend", mean_reversion=True, short_trend_points=4),
+        dict(output_skip="naive-residual", mix_steps=64))]
     for cfg in configs:
         with torch.device("meta"):
             built = sum(v.numel() for v in SoterModel(cfg).state_dict().values())

@@ -172,15 +172,17 @@ class SoterConfig:
         """The parameters this config's model has at least (every block's attention, norms, experts and shared
         expert, the final norm, the decoder's field and readout), from the numbers alone: a checkpoint's config is
         checked against its weights before any module is built, since building an oversized model (many layers or
-        experts) costs minutes even on the meta device. Optional heads and embeddings are left out: never above
-        the built model's count."""
+        experts) costs minutes even on the meta device. Only the small optional heads and embeddings (a few times H
+        parameters each) are left out: never above the built model's count, and the model it passes is about the
+        weights' size, so that it can be built for its shapes to be checked."""
         h, width = self.hidden_size, 1 + self.hidden_size + int(self.control) + int(self.field_dt)
         block = 4 * h * h + 3 * h + 2 * h + 3 * h * (self.num_experts * self.expert_size + self.intermediate_size)
         dims = [width, *self.decoder_hidden, h]
+        mix = h * self.mix_steps + self.mix_steps if self.output_skip == "naive-residual" else 0  # its mix head
         if self.decoder_head == "direct":  # no field; the readout spans the horizon
-            return self.num_layers * block + h + h * self.mix_steps + self.mix_steps
+            return self.num_layers * block + h + h * self.mix_steps + self.mix_steps + mix
         field = sum(a * b + b for a, b in zip(dims[:-1], dims[1:]))
-        return self.num_layers * block + h + field + h + 1
+        return self.num_layers * block + h + field + h + 1 + mix
 
     @property
     def num_bins(self) -> int:

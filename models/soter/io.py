@@ -155,18 +155,16 @@ def from_pretrained(path: str | Path, map_location: str = "cpu") -> SoterModel:
         cfg = SoterConfig.load(path / "config.json")
     except ConfigError as exc:
         raise CheckpointError(str(exc)) from exc
-    # the config against the weights' headers before anything is allocated: first its size from the numbers alone
-    # (building an oversized model takes minutes even without memory), then every shape of a model built on the
-    # meta device (every shape, no memory)
+    # the config against the weights' headers before their tensors are read: first its size from the numbers alone
+    # (building an oversized model takes minutes even without memory), then every shape of the model built (past
+    # the size check it is about the weights' size; on the meta device its initialisation costs a second of imports)
     stored = stored_shapes(path)
     held, needed = sum(math.prod(shape) for shape in stored.values()), cfg.minimum_parameters()
     if needed > held:
         raise CheckpointError(f"{path}: weights do not match {path / 'config.json'}: the config needs at least "
                               f"{needed:,} parameters, the weights hold {held:,}")
-    with torch.device("meta"):
-        shapes = {k: tuple(v.shape) for k, v in SoterModel(cfg).state_dict().items()}
-    _check_shapes(path, shapes, stored)
     model = SoterModel(cfg)
+    _check_shapes(path, {k: tuple(v.shape) for k, v in model.state_dict().items()}, stored)
     state = load_state(path)
     _check_shapes(path, {k: tuple(v.shape) for k, v in model.state_dict().items()},
                   {k: tuple(v.shape) for k, v in state.items()})
