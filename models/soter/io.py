@@ -164,9 +164,9 @@ def from_pretrained(path: str | Path, map_location: str = "cpu") -> SoterModel:
         raise CheckpointError(f"{path}: weights do not match {path / 'config.json'}: the config needs at least "
                               f"{needed:,} parameters, the weights hold {held:,}")
     model = SoterModel(cfg)
-    _check_shapes(path, {k: tuple(v.shape) for k, v in model.state_dict().items()}, stored)
+    shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    _check_shapes(path, shapes, stored)
     state = load_state(path)
-    _check_shapes(path, {k: tuple(v.shape) for k, v in model.state_dict().items()},
-                  {k: tuple(v.shape) for k, v in state.items()})
+    _check_shapes(path, shapes, {k: tuple(v.shape) for k, v in state.items()})
     model.load_state_dict(state)
     return model.to(map_location).eval()
